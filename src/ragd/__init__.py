@@ -1,0 +1,30 @@
+"""ragd: deterministic retrieval-augmented generation on PostgreSQL + pgvector."""
+
+from .compress import compress
+from .engine import Collection, Ragd, chunk, connect, index, retrieve
+from .errors import RagdError
+from .rerank import rerank
+from .retrieve.fuse import fuse
+from .types import Block, Candidate, Chunk, ChunkPolicy, Filters, IngestReport, Plan
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Block",
+    "Candidate",
+    "Chunk",
+    "ChunkPolicy",
+    "Collection",
+    "Filters",
+    "IngestReport",
+    "Plan",
+    "Ragd",
+    "RagdError",
+    "chunk",
+    "compress",
+    "connect",
+    "fuse",
+    "index",
+    "rerank",
+    "retrieve",
+]

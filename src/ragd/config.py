@@ -1,0 +1,35 @@
+"""Typed settings from RAGD_ environment variables, immutable once loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGD_", frozen=True, extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".ragd")
+    database_url: str | None = None
+    embedder: str = "bge-small-en"
+    tenant: str = "default"
+    collection: str = "default"
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str | None = None
+    embed_timeout_s: float = 30.0
+    embed_max_retries: int = 4
+    onnx_batch_size: int = 16
+    onnx_threads: int = 0  # 0: one per core
+    hnsw_ef_search: int = 100
+    exact_scan_threshold: int = 5000
+    max_file_bytes: int = 200 * 1024 * 1024
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.home / "artifacts"

@@ -1,0 +1,46 @@
+"""Embedders behind one interface, chosen by a short spec string (RAGD_EMBEDDER)."""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..errors import ConfigError
+from .base import Embedder, TokenCounter, default_token_counter
+from .hashing import HashingEmbedder
+from .onnx import OnnxEmbedder
+from .openai import OpenAIEmbedder
+
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "OnnxEmbedder",
+    "OpenAIEmbedder",
+    "TokenCounter",
+    "default_token_counter",
+    "make_embedder",
+]
+
+
+def make_embedder(spec: str, settings: Settings | None = None) -> Embedder:
+    """`bge-small-en` (default, local ONNX), `hash` or `hash:DIMS`, `openai:MODEL[:DIMS]`."""
+    settings = settings or Settings()
+    kind, _, rest = spec.strip().partition(":")
+    if kind in ("bge-small-en", "bge", "default", "onnx"):
+        return OnnxEmbedder(batch_size=settings.onnx_batch_size, threads=settings.onnx_threads)
+    if kind in ("hash", "hash-v1"):
+        try:
+            return HashingEmbedder(int(rest) if rest else 384)
+        except ValueError as exc:
+            raise ConfigError(f"bad hashing embedder spec {spec!r}: use hash or hash:DIMS") from exc
+    if kind == "openai" and rest:
+        model, _, dims = rest.partition(":")
+        return OpenAIEmbedder(
+            model,
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key,
+            dims=int(dims) if dims.isdigit() else None,
+            timeout_s=settings.embed_timeout_s,
+            max_retries=settings.embed_max_retries,
+        )
+    raise ConfigError(
+        f"unknown embedder {spec!r}: use bge-small-en (default), hash[:DIMS] or openai:MODEL[:DIMS]"
+    )

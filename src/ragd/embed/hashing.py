@@ -1,0 +1,62 @@
+"""Deterministic feature-hashing embedder: identical vectors on every platform, no model needed.
+
+Tokens are NFC-normalised, case-folded runs of letters and digits; unigrams and adjacent bigrams are
+hashed (blake2b) to a signed bucket, weighted 1 + ln(tf), and the vector is L2-normalised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import Vectors, l2_normalize
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
+
+
+class HashingEmbedder:
+    def __init__(self, dims: int = 384):
+        if dims < 8:
+            raise ValueError("hashing embedder needs at least 8 dimensions")
+        self._dims = dims
+
+    @property
+    def name(self) -> str:
+        return f"hash-v1-{self._dims}"
+
+    @property
+    def dims(self) -> int:
+        return self._dims
+
+    def _vector(self, text: str) -> np.ndarray:
+        words = tokens(text)
+        features = Counter(words)
+        features.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        out = np.zeros(self._dims, dtype=np.float64)
+        for feature in sorted(features):
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            sign = 1.0 if value & 1 else -1.0
+            weight = 1.0 + math.log(features[feature])
+            if " " in feature:
+                weight *= 0.5
+            out[(value >> 1) % self._dims] += sign * weight
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dims), dtype=np.float32)
+        return l2_normalize(np.stack([self._vector(t) for t in texts]))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]

@@ -1,0 +1,99 @@
+"""bge-small-en (384 dims, int8 ONNX) with onnxruntime + tokenizers: CLS pooling, L2-normalised.
+
+Texts are embedded in length-sorted micro-batches (8-16: larger batches cost gigabytes here), and the
+results are put back in input order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelNotAvailable
+from .base import Vectors, bge_model_dir, l2_normalize
+
+QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+MAX_TOKENS = 512
+
+
+class OnnxEmbedder:
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        *,
+        batch_size: int = 16,
+        threads: int = 0,
+        query_instruction: str = QUERY_INSTRUCTION,
+    ):
+        self._dir = model_dir
+        self._batch = max(1, min(batch_size, 16))
+        self._threads = threads or (os.cpu_count() or 1)
+        self._instruction = query_instruction
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return "bge-small-en"
+
+    @property
+    def dims(self) -> int:
+        return 384
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model_dir = self._dir or bge_model_dir()
+            try:
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self._threads
+                options.inter_op_num_threads = 1
+                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                session = ort.InferenceSession(
+                    str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+                )
+                tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            except Exception as exc:
+                raise ModelNotAvailable(f"cannot load the ONNX model in {model_dir}: {exc}") from exc
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.no_padding()
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def _run(self, texts: Sequence[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        return l2_normalize(hidden[:, 0, :])
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        self._load()
+        lengths = [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for start in range(0, len(order), self._batch):
+            idx = order[start : start + self._batch]
+            out[idx] = self._run([texts[i] for i in idx])
+        return out
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([self._instruction + text])[0]

@@ -1,0 +1,349 @@
+"""The library surface: connect() -> Ragd -> Collection, and the canonical blocks composed with plain calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import ids
+from .config import Settings
+from .embed import Embedder, default_token_counter, make_embedder
+from .embed.base import TokenCounter
+from .errors import CollectionNotFound, ConfigError, DimensionMismatch, DocumentNotFound, InvalidRequest, RunNotFound
+from .ingest.chunk import chunk_blocks
+from .ingest.extract import ExtractOptions
+from .ingest.extract.text import text_blocks
+from .ingest.pipeline import Duplicates, Progress, run_ingest
+from .rerank import rerank
+from .retrieve.filters import parse_filters
+from .retrieve.fuse import fuse
+from .retrieve.legs import lexical_leg, vector_leg
+from .store import Store, queries
+from .store.postgres import check_tenant
+from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
+
+MAX_K = 1000
+MAX_QUERY_CHARS = 8192
+
+
+def _embedder_spec_for(model: str, dims: int) -> str:
+    if model.startswith("hash-v1-"):
+        return f"hash:{dims}"
+    if model.startswith("openai:"):
+        return f"{model}:{dims}"
+    return model
+
+
+class Ragd:
+    """A connection to one ragd database (embedded by default)."""
+
+    def __init__(self, store: Store, settings: Settings, embedder: Embedder | str | None = None):
+        self.store = store
+        self.settings = settings
+        self._embedder = embedder
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Ragd:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _explicit_embedder(self) -> Embedder | None:
+        if isinstance(self._embedder, str):
+            self._embedder = make_embedder(self._embedder, self.settings)
+        if self._embedder is not None:
+            return self._embedder
+        if "embedder" in self.settings.model_fields_set:
+            self._embedder = make_embedder(self.settings.embedder, self.settings)
+            return self._embedder
+        return None
+
+    def collection(self, name: str | None = None, *, tenant: str | None = None, create: bool = True,
+                   policy: ChunkPolicy | None = None) -> Collection:
+        """The named collection; created on first use (model and dims fixed then) unless create=False."""
+        name = name or self.settings.collection
+        tenant = check_tenant(tenant or self.settings.tenant)
+        row = self._load(tenant, name)
+        explicit = self._explicit_embedder()
+        if row is None:
+            if not create:
+                raise CollectionNotFound(
+                    f"collection {name!r} does not exist for tenant {tenant!r}; ingest into it first "
+                    f"(`ragd ingest PATH --collection {name}`) or list them with `ragd collections list`"
+                )
+            embedder = explicit or make_embedder(self.settings.embedder, self.settings)
+            self._create(tenant, name, embedder, policy or ChunkPolicy())
+            row = self._load(tenant, name)
+            assert row is not None
+        model, dims = row["embed_model"], int(row["embed_dims"])
+        if explicit is not None and explicit.name != model:
+            raise DimensionMismatch(
+                f"collection {name!r} is pinned to embedding model {model} ({dims} dims) but the embedder in use is "
+                f"{explicit.name}; use that model (RAGD_EMBEDDER={_embedder_spec_for(model, dims)}) or another "
+                "collection: changing a collection's model is an explicit re-embed job"
+            )
+        embedder = explicit or make_embedder(_embedder_spec_for(model, dims), self.settings)
+        stored = row["chunk_policy"] or {}
+        col_policy = ChunkPolicy(**{k: int(v) for k, v in stored.items() if k in ChunkPolicy.__dataclass_fields__})
+        return Collection(self, tenant=tenant, name=name, collection_id=row["collection_id"],
+                          embed_model=model, dims=dims, embedder=embedder, policy=col_policy)
+
+    def _load(self, tenant: str, name: str) -> dict[str, Any] | None:
+        with self.store.tenant(tenant) as conn:
+            cur = conn.execute(queries.GET_COLLECTION, {"name": name})
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return dict(zip([d.name for d in cur.description or ()], row))
+
+    def _create(self, tenant: str, name: str, embedder: Embedder, policy: ChunkPolicy) -> None:
+        if not isinstance(name, str) or not queries_name_ok(name):
+            raise InvalidRequest(
+                f"invalid collection name {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        cid = ids.collection_id(tenant, name)
+        dims = embedder.dims
+        with self.store.admin() as conn:
+            conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant})
+            conn.execute(queries.CREATE_COLLECTION, {
+                "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
+                "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict())})
+            conn.execute(queries.INIT_LEXICAL_STATS, {"collection_id": cid, "tenant_id": tenant})
+            conn.execute(queries.create_hnsw_index(cid, embedder.name, dims))
+
+    def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        with self.store.tenant(check_tenant(tenant or self.settings.tenant)) as conn:
+            cur = conn.execute(queries.LIST_COLLECTIONS)
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def queries_name_ok(name: str) -> bool:
+    import re
+
+    return bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", name))
+
+
+@dataclasses.dataclass
+class Collection:
+    """One tenant's collection: ingest into it, search it, manage its documents and runs."""
+
+    client: Ragd
+    tenant: str
+    name: str
+    collection_id: uuid.UUID
+    embed_model: str
+    dims: int
+    embedder: Embedder
+    policy: ChunkPolicy
+
+    @property
+    def store(self) -> Store:
+        return self.client.store
+
+    @property
+    def settings(self) -> Settings:
+        return self.client.settings
+
+    @property
+    def counter(self) -> TokenCounter:
+        return default_token_counter()
+
+    def check_dims(self, dims: int) -> None:
+        if dims != self.dims:
+            raise DimensionMismatch(
+                f"embedder {self.embedder.name} produced {dims}-dimensional vectors but collection {self.name!r} "
+                f"stores {self.dims} dimensions"
+            )
+
+    def write_artifact(self, version_id: uuid.UUID, doc: ExtractedDocument) -> str:
+        """The extracted blocks of a version as JSON under RAGD_HOME; content-addressed, so rewriting is harmless."""
+        folder = self.settings.artifacts / str(self.collection_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{version_id}.json"
+        if not path.exists():
+            payload = {"external_id": doc.external_id, "source_uri": doc.source_uri, "source_type": doc.source_type,
+                       "title": doc.title, "blocks": [dataclasses.asdict(b) for b in doc.blocks]}
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            tmp.replace(path)
+        return path.resolve().as_uri()
+
+    # -- ingest -------------------------------------------------------------------------------
+
+    def ingest(self, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (), *,
+               documents: Sequence[ExtractedDocument | Mapping[str, Any]] = (),
+               tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+               options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
+               on_progress: Progress | None = None) -> IngestReport:
+        """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?})."""
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
+        return run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
+                          options=options or ExtractOptions(), duplicates=duplicates, on_progress=on_progress)
+
+    # -- search -------------------------------------------------------------------------------
+
+    def plan(self, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, **overrides: Any) -> Plan:
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}")
+        unknown = sorted(set(overrides) - set(Plan.__dataclass_fields__))
+        if unknown:
+            raise InvalidRequest(f"unknown plan option(s): {', '.join(unknown)}")
+        plan = Plan(k=k, filters=parse_filters(filters), **overrides)
+        if plan.fusion not in ("rrf", "weighted", "vector", "lexical"):
+            raise InvalidRequest(f"unknown fusion {plan.fusion!r}: use rrf, weighted, vector or lexical")
+        return dataclasses.replace(plan, k_vec=max(plan.k_vec, plan.k), k_lex=max(plan.k_lex, plan.k))
+
+    def search(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None,
+               **plan: Any) -> list[Candidate]:
+        return retrieve(query, self.plan(k, filters, **plan), self)
+
+    # -- documents and runs -------------------------------------------------------------------
+
+    def documents(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        with self.store.tenant(self.tenant) as conn:
+            cur = conn.execute(queries.LIST_DOCUMENTS, {"collection_id": self.collection_id,
+                                                        "limit": limit, "offset": offset})
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def document(self, ref: str) -> dict[str, Any]:
+        """A document by external id or doc id, with its versions."""
+        with self.store.tenant(self.tenant) as conn:
+            cur = conn.execute(queries.GET_DOCUMENT, {"collection_id": self.collection_id, "ref": str(ref)})
+            row = cur.fetchone()
+            if row is None:
+                raise DocumentNotFound(f"no document {ref!r} in collection {self.name!r}")
+            doc = dict(zip([d.name for d in cur.description or ()], row))
+            cur = conn.execute(queries.DOCUMENT_VERSIONS, {"doc_id": doc["doc_id"]})
+            names = [d.name for d in cur.description or ()]
+            doc["versions"] = [dict(zip(names, r)) for r in cur.fetchall()]
+            return doc
+
+    def delete(self, ref: str) -> uuid.UUID:
+        """Delete a document and all its versions; it leaves retrieval at once."""
+        with self.store.tenant(self.tenant) as conn:
+            row = conn.execute(queries.GET_DOCUMENT, {"collection_id": self.collection_id, "ref": str(ref)}).fetchone()
+            if row is None:
+                raise DocumentNotFound(f"no document {ref!r} in collection {self.name!r}")
+            doc_id = row[0]
+            conn.execute(queries.LOCK_DOCUMENT, {"doc_id": doc_id})
+            active = [r[0] for r in conn.execute(queries.ACTIVE_VERSIONS_OF, {"doc_id": doc_id})]
+            if active:
+                for statement in queries.RETIRE_VERSIONS:
+                    conn.execute(statement, {"versions": active, "collection_id": self.collection_id})
+            conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
+            conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
+            return uuid.UUID(str(doc_id))
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        with self.store.tenant(self.tenant) as conn:
+            cur = conn.execute(queries.LIST_RUNS, {"limit": limit})
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        with self.store.tenant(self.tenant) as conn:
+            cur = conn.execute(queries.GET_RUN, {"prefix": f"{run_id}%"})
+            names = [d.name for d in cur.description or ()]
+            rows = cur.fetchall()
+            if not rows:
+                raise RunNotFound(f"no ingestion run {run_id!r} for tenant {self.tenant!r}")
+            if len(rows) > 1:
+                raise InvalidRequest(f"run id prefix {run_id!r} is ambiguous; give more characters")
+            run = dict(zip(names, rows[0]))
+            cur = conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]})
+            names = [d.name for d in cur.description or ()]
+            run["items"] = [dict(zip(names, r)) for r in cur.fetchall()]
+            return run
+
+
+def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
+    rid, text = raw.get("id"), raw.get("text")
+    if not rid or not isinstance(text, str):
+        raise InvalidRequest("an in-memory document needs a non-empty 'id' and a 'text' string")
+    title = raw.get("title")
+    blocks = ([Block("heading", str(title), level=1)] if title else []) + text_blocks(text)
+    return ExtractedDocument(external_id=str(rid), source_uri=str(raw.get("source_uri") or f"memory:{rid}"),
+                             source_type=str(raw.get("source_type") or "text"),
+                             title=str(title) if title else None, blocks=tuple(blocks),
+                             tags=tuple(raw.get("tags") or ()), metadata=dict(raw.get("metadata") or {}))
+
+
+# -- the canonical blocks ------------------------------------------------------------------------------
+
+
+def connect(url: str | None = None, *, settings: Settings | None = None,
+            embedder: Embedder | str | None = None) -> Ragd:
+    """Open ragd: `url`, else RAGD_DATABASE_URL, else the embedded server under RAGD_HOME. Migrates on first use."""
+    settings = settings or Settings()
+    return Ragd(Store.open(settings, url), settings, embedder)
+
+
+def chunk(text_or_blocks: str | Sequence[Block], policy: ChunkPolicy | None = None, *,
+          doc_id: str = "") -> list[Chunk]:
+    """Deterministic chunking of text (split into paragraphs) or extracted blocks."""
+    blocks = text_blocks(text_or_blocks) if isinstance(text_or_blocks, str) else list(text_or_blocks)
+    chunks, _ = chunk_blocks(blocks, policy or ChunkPolicy(), default_token_counter(), doc_id=doc_id)
+    return chunks
+
+
+def index(chunks: Sequence[Chunk], store: Collection) -> dict[str, Any]:
+    """Upsert chunks (grouped by doc_id) into a collection; idempotent. Returns the run's counts."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    docs = []
+    for doc_id in sorted(by_doc):
+        parts = sorted(by_doc[doc_id], key=lambda c: c.chunk_index)
+        blocks = [Block("paragraph", c.content) if c.chunk_type != "table" else Block("table", c.content)
+                  for c in parts]
+        docs.append(ExtractedDocument(external_id=doc_id, source_uri=f"memory:{doc_id}", source_type="chunks",
+                                      title=None, blocks=tuple(blocks),
+                                      tags=tuple(sorted({t for c in parts for t in c.tags}))))
+    report = store.ingest(documents=docs)
+    return report.as_dict()
+
+
+def retrieve(query: str, plan: Plan, store: Collection) -> list[Candidate]:
+    """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidRequest("the query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidRequest(f"the query is {len(query)} characters, over the {MAX_QUERY_CHARS} limit")
+    col = store
+    legs: list[list[Candidate]] = []
+    qvec = col.embedder.embed_query(query) if plan.fusion != "lexical" else None
+    if qvec is not None:
+        col.check_dims(int(qvec.shape[0]))
+    with col.store.tenant(col.tenant) as conn:
+        if qvec is not None:
+            legs.append(vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
+                                   dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
+                                   ef_search=col.settings.hnsw_ef_search,
+                                   exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact))
+        if plan.fusion != "vector":
+            legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,
+                                    filters=plan.filters))
+    if plan.fusion in ("rrf", "weighted"):
+        params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
+            "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight}
+        ranked = fuse(legs, plan.fusion, params)
+    else:
+        ranked = legs[0]
+    if plan.rerank:
+        ranked = rerank(query, ranked[:50])
+    return ranked[: plan.k]
+
+
+__all__ = ["Collection", "Ragd", "chunk", "connect", "index", "retrieve"]

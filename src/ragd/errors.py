@@ -1,0 +1,91 @@
+"""One root error; every failure ragd reports is a subclass with an actionable message."""
+
+from __future__ import annotations
+
+
+class RagdError(Exception):
+    """Root of all ragd errors. `code` is a stable machine-readable name."""
+
+    code = "ragd_error"
+    exit_code = 1
+
+
+class ConfigError(RagdError):
+    code = "config_error"
+    exit_code = 2
+
+
+class DatabaseUnavailable(RagdError):
+    code = "database_unavailable"
+    exit_code = 3
+
+
+class MigrationError(RagdError):
+    code = "migration_error"
+    exit_code = 3
+
+
+class NotFound(RagdError):
+    code = "not_found"
+    exit_code = 4
+
+
+class CollectionNotFound(NotFound):
+    code = "collection_not_found"
+
+
+class DocumentNotFound(NotFound):
+    code = "document_not_found"
+
+
+class RunNotFound(NotFound):
+    code = "run_not_found"
+
+
+class TenantNotFound(NotFound):
+    code = "tenant_not_found"
+
+
+class InvalidRequest(RagdError):
+    code = "bad_request"
+    exit_code = 2
+
+
+class DimensionMismatch(RagdError):
+    code = "dimension_mismatch"
+    exit_code = 2
+
+
+class IngestError(RagdError):
+    code = "ingest_error"
+
+
+class UnsupportedFormat(IngestError):
+    code = "unsupported_format"
+
+
+class EmptyDocument(IngestError):
+    code = "empty_document"
+
+
+class CorruptDocument(IngestError):
+    code = "corrupt_document"
+
+
+class FileTooLarge(IngestError):
+    code = "file_too_large"
+
+
+class EmbeddingError(RagdError):
+    code = "embedding_error"
+
+
+class ModelNotAvailable(EmbeddingError):
+    code = "model_not_available"
+    exit_code = 2
+
+
+class ProviderError(EmbeddingError):
+    """A network model provider failed after retries."""
+
+    code = "provider_unavailable"

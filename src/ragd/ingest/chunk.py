@@ -1,0 +1,193 @@
+"""Structure-aware chunking: heading -> paragraph -> sentence boundaries, token budgets counted with a
+real tokenizer, tables split only between rows with the header repeated in every part."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..types import Block, Chunk, ChunkPolicy, ChunkType
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9\u00c0-\u024f])")
+MAX_TABLE_ROWS = 50
+
+
+class Counter(Protocol):
+    def count(self, text: str) -> int: ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+    def offsets(self, text: str) -> list[tuple[int, int]]: ...
+
+
+@dataclass
+class _Unit:
+    text: str
+    tokens: int
+    kind: str
+    pages: tuple[int, ...] = ()
+
+
+@dataclass
+class _Builder:
+    policy: ChunkPolicy
+    counter: Counter
+    doc_id: str
+    chunks: list[Chunk] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    path: tuple[str, ...] = ()
+    buffer: list[_Unit] = field(default_factory=list)
+
+    @property
+    def buffered(self) -> int:
+        return sum(u.tokens for u in self.buffer)
+
+    def emit(self, text: str, kind: ChunkType, tokens: int, meta: dict[str, Any]) -> None:
+        self.chunks.append(
+            Chunk(
+                doc_id=self.doc_id,
+                chunk_index=len(self.chunks),
+                content=text,
+                heading_path=self.path,
+                chunk_type=kind,
+                token_count=tokens,
+                metadata=meta,
+            )
+        )
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        kinds = {u.kind for u in self.buffer}
+        kind: ChunkType = "paragraph"
+        if len(kinds) == 1 and next(iter(kinds)) in ("list", "code"):
+            kind = "list" if "list" in kinds else "code"
+        text = "\n\n".join(u.text for u in self.buffer)
+        pages = sorted({p for u in self.buffer for p in u.pages})
+        self.emit(text, kind, self.counter.count(text), {"pages": pages} if pages else {})
+        self.buffer = []
+
+    def add(self, unit: _Unit) -> None:
+        p = self.policy
+        total = self.buffered + unit.tokens
+        if self.buffer and (total > p.max_tokens or (total > p.target_tokens and self.buffered >= p.min_tokens)):
+            self.flush()
+        self.buffer.append(unit)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _hard_split(text: str, budget: int, counter: Counter) -> list[str]:
+    """Cut text that has no sentence boundary into pieces of at most `budget` tokens, at token edges."""
+    offsets = counter.offsets(text)
+    pieces = []
+    for start in range(0, len(offsets), budget):
+        window = offsets[start : start + budget]
+        end = offsets[start + budget][0] if start + budget < len(offsets) else len(text)
+        pieces.append(text[window[0][0] : end].strip())
+    return [p for p in pieces if p]
+
+
+def _units(block: Block, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
+    pages = (block.page,) if block.page is not None else ()
+    tokens = counter.count(block.text)
+    if tokens <= policy.max_tokens or block.type == "code" and tokens <= policy.hard_cap_tokens:
+        return [_Unit(block.text, tokens, block.type, pages)]
+    if block.type == "list":
+        parts = [line for line in block.text.split("\n") if line.strip()]
+    else:
+        parts = _sentences(block.text)
+    out = []
+    for part, n in zip(parts, counter.count_many(parts)):
+        if n <= policy.max_tokens:
+            out.append(_Unit(part, n, block.type, pages))
+        else:
+            for piece in _hard_split(part, policy.target_tokens, counter):
+                out.append(_Unit(piece, counter.count(piece), block.type, pages))
+    return out
+
+
+def _markdown_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def _csv(rows: Sequence[Sequence[str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _table(builder: _Builder, block: Block) -> None:
+    header = list(block.header)
+    rows = [list(r) for r in block.rows]
+    if not header and not rows:
+        return
+    width = max([len(header), *(len(r) for r in rows)])
+    head_lines = [_markdown_row(header), _markdown_row(["---"] * width)] if header else []
+    head_tokens = builder.counter.count("\n".join(head_lines)) if head_lines else 0
+    row_lines = [_markdown_row(r) for r in rows]
+    row_tokens = builder.counter.count_many(row_lines)
+    cap = builder.policy.hard_cap_tokens
+    pages = [block.page] if block.page is not None else []
+
+    def emit(first: int, last: int) -> None:
+        lines = head_lines + row_lines[first:last]
+        text = "\n".join(lines)
+        meta: dict[str, Any] = {
+            "format": "markdown",
+            "csv": _csv(([header] if header else []) + rows[first:last]),
+            "rows": [first, last],
+        }
+        if pages:
+            meta["pages"] = pages
+        if last - first == 1 and head_tokens + row_tokens[first] > cap:
+            meta["warning"] = f"row {first} alone is {row_tokens[first]} tokens, over the {cap}-token cap"
+            builder.warnings.append(f"table row {first} exceeds {cap} tokens; kept whole")
+        builder.emit(text, "table", builder.counter.count(text), meta)
+
+    if not rows:
+        emit(0, 0)
+        return
+    first, used = 0, head_tokens
+    for i, n in enumerate(row_tokens):
+        if i > first and (used + n > cap or i - first >= MAX_TABLE_ROWS):
+            emit(first, i)
+            first, used = i, head_tokens
+        used += n
+    emit(first, len(rows))
+
+
+def chunk_blocks(
+    blocks: Sequence[Block], policy: ChunkPolicy, counter: Counter, doc_id: str = ""
+) -> tuple[list[Chunk], list[str]]:
+    """Chunks in reading order with stable chunk_index, and any warnings for the run."""
+    builder = _Builder(policy=policy, counter=counter, doc_id=doc_id)
+    levels: list[tuple[int, str]] = []
+    pending_heading: Block | None = None
+    for block in blocks:
+        if block.type == "heading":
+            builder.flush()
+            level = max(1, block.level)
+            levels = [(lv, t) for lv, t in levels if lv < level] + [(level, block.text)]
+            builder.path = tuple(t for _, t in levels)
+            pending_heading = block
+            continue
+        pending_heading = None
+        if block.type == "table":
+            builder.flush()
+            _table(builder, block)
+            continue
+        for unit in _units(block, policy, counter):
+            builder.add(unit)
+    builder.flush()
+    if not builder.chunks and pending_heading is not None:
+        builder.path = builder.path[:-1]
+        builder.emit(pending_heading.text, "heading", counter.count(pending_heading.text), {})
+    return builder.chunks, builder.warnings

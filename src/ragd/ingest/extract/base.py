@@ -1,0 +1,34 @@
+"""The extractor contract: bytes of one source in, logical documents made of ordered blocks out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ...types import ExtractedDocument
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    data: bytes
+    external_id: str  # for single-document formats; record formats derive ids per record
+    source_uri: str
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    id_field: str | None = None  # JSON records: default tries _id, id, doc_id
+    title_field: str | None = None  # default: title
+    text_fields: tuple[str, ...] = ()  # default: text, content, body
+
+
+class Extractor(Protocol):
+    source_type: str
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        """Yield documents in source order; a record that cannot be read is yielded as an exception
+        (an IngestError with the reason) so the other records go on."""
+        ...

@@ -1,0 +1,106 @@
+"""JSON / JSONL records: one document per record, with configurable id, title and text fields,
+so a BEIR corpus.jsonl (`_id`, `title`, `text`) ingests as it is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import CorruptDocument, EmptyDocument, IngestError
+from ...types import Block, ExtractedDocument
+from ..normalize import decode_text
+from .base import ExtractOptions, Source
+from .text import text_blocks
+
+ID_FIELDS = ("_id", "id", "doc_id")
+TEXT_FIELDS = ("text", "content", "body")
+
+
+def _first(record: dict[str, Any], names: tuple[str, ...]) -> tuple[str | None, Any]:
+    for name in names:
+        if name in record and record[name] is not None:
+            return name, record[name]
+    return None, None
+
+
+class RecordsExtractor:
+    def __init__(self, *, lines: bool):
+        self.lines = lines
+        self.source_type = "jsonl" if lines else "json"
+
+    def _records(self, source: Source) -> Iterator[tuple[str, Any]]:
+        text = decode_text(source.data)
+        if self.lines:
+            for number, line in enumerate(text.split("\n"), start=1):
+                if line.strip():
+                    try:
+                        yield f"line {number}", json.loads(line)
+                    except ValueError as exc:
+                        yield f"line {number}", CorruptDocument(f"line {number} is not valid JSON: {exc}")
+            return
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            yield "document", CorruptDocument(f"not valid JSON: {exc}")
+            return
+        if isinstance(data, dict) and isinstance(data.get("documents"), list):
+            data = data["documents"]
+        items = data if isinstance(data, list) else [data]
+        for number, item in enumerate(items, start=1):
+            yield f"record {number}", item
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        id_fields = (options.id_field,) if options.id_field else ID_FIELDS
+        text_fields = options.text_fields or TEXT_FIELDS
+        title_field = options.title_field or "title"
+        seen = 0
+        for where, record in self._records(source):
+            seen += 1
+            if isinstance(record, Exception):
+                yield record
+                continue
+            yield self._document(source, where, record, id_fields, title_field, text_fields)
+        if seen == 0:
+            yield EmptyDocument(f"{source.path.name} holds no records")
+
+    def _document(
+        self,
+        source: Source,
+        where: str,
+        record: Any,
+        id_fields: tuple[str, ...],
+        title_field: str,
+        text_fields: tuple[str, ...],
+    ) -> ExtractedDocument | IngestError:
+        if not isinstance(record, dict):
+            return CorruptDocument(f"{where}: expected a JSON object, got {type(record).__name__}")
+        id_name, rid = _first(record, id_fields)
+        if rid is None or str(rid).strip() == "":
+            return CorruptDocument(f"{where}: no id field (looked for {', '.join(id_fields)})")
+        text_name, text = _first(record, text_fields)
+        title = record.get(title_field)
+        title = str(title).strip() if title is not None and str(title).strip() else None
+        body = text if isinstance(text, str) else ("" if text is None else json.dumps(text, sort_keys=True))
+        blocks = text_blocks(body)
+        if title is not None:
+            blocks.insert(0, Block("heading", title, level=1))
+        if not blocks:
+            return EmptyDocument(f"{where} (id {rid}): empty text (looked for {', '.join(text_fields)})")
+        used = {id_name, text_name, title_field, "tags", "metadata"}
+        metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
+        for key in sorted(record):
+            value = record[key]
+            if key not in used and isinstance(value, (str, int, float, bool)):
+                metadata.setdefault(key, value)
+        raw_tags = record.get("tags")
+        tags = tuple(str(t) for t in raw_tags) if isinstance(raw_tags, list) else ()
+        return ExtractedDocument(
+            external_id=str(rid),
+            source_uri=f"{source.source_uri}#{rid}",
+            source_type=self.source_type,
+            title=title,
+            blocks=tuple(blocks),
+            tags=tags,
+            metadata=metadata,
+        )

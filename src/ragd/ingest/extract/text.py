@@ -1,0 +1,46 @@
+"""Plain text: paragraphs split on blank lines; bullet runs become lists; setext underlines become headings."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ...errors import EmptyDocument
+from ...types import Block, ExtractedDocument
+from ..normalize import decode_text, fold_lines, normalize_text
+from .base import ExtractOptions, Source
+
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+_UNDERLINE = re.compile(r"^(=+|-+)$")
+
+
+def text_blocks(text: str) -> list[Block]:
+    blocks: list[Block] = []
+    for para in normalize_text(text).split("\n\n"):
+        lines = [line for line in para.split("\n") if line]
+        if not lines:
+            continue
+        if len(lines) == 2 and _UNDERLINE.match(lines[1]) and len(lines[0]) <= 120:
+            blocks.append(Block("heading", lines[0], level=1 if lines[1][0] == "=" else 2))
+        elif all(_BULLET.match(line) for line in lines):
+            blocks.append(Block("list", "\n".join(lines)))
+        else:
+            blocks.append(Block("paragraph", fold_lines(para)))
+    return blocks
+
+
+class TextExtractor:
+    source_type = "text"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        blocks = text_blocks(decode_text(source.data))
+        if not blocks:
+            yield EmptyDocument(f"{source.path.name} has no text")
+            return
+        yield ExtractedDocument(
+            external_id=source.external_id,
+            source_uri=source.source_uri,
+            source_type=self.source_type,
+            title=source.path.stem,
+            blocks=tuple(blocks),
+        )

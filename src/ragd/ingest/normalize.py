@@ -1,0 +1,47 @@
+"""Locale-independent text normalisation: NFC, de-hyphenation across line breaks, whitespace folding."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\ufeff]")
+_HYPHEN_BREAK = re.compile(r"(\w)-\n(?=[a-z])")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+def normalize_text(text: str) -> str:
+    """Normalise a block of text, keeping line structure (paragraph breaks survive)."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n\n")
+    text = _CONTROL.sub("", text)
+    text = _HYPHEN_BREAK.sub(r"\1", text)
+    lines = [_fold_line(line) for line in text.split("\n")]
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _fold_line(line: str) -> str:
+    """Fold inner whitespace runs; keep leading indentation (nested lists, code) with tabs as 4 spaces."""
+    body = line.lstrip(" \t")
+    if not body.strip():
+        return ""
+    indent = line[: len(line) - len(body)].replace("\t", "    ")
+    return indent + _SPACES.sub(" ", body).rstrip()
+
+
+def fold_lines(text: str) -> str:
+    """Join soft-wrapped lines of one paragraph with single spaces."""
+    return " ".join(part for part in normalize_text(text).split("\n") if part)
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (with or without BOM) or UTF-16 with BOM; cp1252 as the last resort for legacy files."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")

@@ -1,0 +1,426 @@
+"""extract -> normalize -> chunk -> dedupe -> embed -> store, with a run row and one outcome per item.
+
+Each document becomes visible all at once: its version, chunks, embeddings and BM25 postings are
+written and activated in one transaction, and the previous version is retired in that same one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import psycopg
+
+from ..errors import FileTooLarge, IngestError, RagdError
+from ..ids import chunk_id as make_chunk_id
+from ..ids import doc_id as make_doc_id
+from ..ids import doc_version_id as make_version_id
+from ..ids import sha256_text
+from ..store import queries
+from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome
+from .chunk import chunk_blocks
+from .detect import detect
+from .extract import EXTRACTORS, ExtractOptions, Source
+
+if TYPE_CHECKING:
+    from ..engine import Collection
+
+Progress = Callable[[int, int, str], None]
+Duplicates = Literal["skip", "keep"]
+BATCH_DOCS = 64
+HEAD_BYTES = 65536
+
+
+@dataclass
+class _Prepared:
+    item_index: int
+    doc: ExtractedDocument
+    doc_id: uuid.UUID
+    content_hash: str
+    chunks: list[Chunk]
+    warnings: list[str]
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    action: str = "new"
+    version_id: uuid.UUID | None = None
+    reason: str | None = None
+
+
+@dataclass
+class _RunState:
+    run_id: uuid.UUID
+    next_index: int = 0
+    outcomes: list[ItemOutcome] = field(default_factory=list)
+    by_index: dict[int, ItemOutcome] = field(default_factory=dict)
+    pending: list[tuple[int, ItemOutcome]] = field(default_factory=list)
+    embedded: int = 0
+    cache_hits: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def take_index(self) -> int:
+        self.next_index += 1
+        return self.next_index - 1
+
+    def stats(self, started: float) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            counts[o.status] = counts.get(o.status, 0) + 1
+        return {
+            "items": len(self.outcomes),
+            "counts": dict(sorted(counts.items())),
+            "chunks": sum(o.chunks for o in self.outcomes if o.status in ("ingested", "updated")),
+            "embedded": self.embedded,
+            "cache_hits": self.cache_hits,
+            "warnings": self.warnings[:100],
+            "seconds": round(time.monotonic() - started, 3),
+        }
+
+
+# -- sources -----------------------------------------------------------------------------------------
+
+
+def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Path | IngestError]:
+    """Files in argument order; directories walked recursively in sorted order, hidden entries skipped."""
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith("."):
+                        yield Path(root) / name
+        elif path.is_file():
+            yield path
+        else:
+            yield IngestError(f"{raw}: no such file or directory")
+
+
+def read_source(path: Path, max_bytes: int) -> Source:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise FileTooLarge(f"{path.name} is {size} bytes, over the {max_bytes}-byte limit (RAGD_MAX_FILE_BYTES)")
+    resolved = path.resolve()
+    return Source(path=path, data=resolved.read_bytes(), external_id=resolved.as_posix(),
+                  source_uri=resolved.as_uri())
+
+
+def extract_path(path: Path, max_bytes: int, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+    try:
+        source = read_source(path, max_bytes)
+        kind = detect(path, source.data[:HEAD_BYTES])
+        if not source.data.strip():
+            raise IngestError(f"{path.name} is empty")
+        yield from EXTRACTORS[kind].extract(source, options)
+    except RagdError as exc:
+        yield exc
+    except OSError as exc:
+        yield IngestError(f"{path}: cannot read: {exc.strerror or exc}")
+
+
+# -- preparation -------------------------------------------------------------------------------------
+
+
+def content_hash(doc: ExtractedDocument) -> str:
+    canonical = [
+        [b.type, b.text, b.level, list(b.header), [list(r) for r in b.rows]] for b in doc.blocks
+    ]
+    return sha256_text(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")))
+
+
+def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[str],
+            metadata: dict[str, Any]) -> _Prepared:
+    doc_id = make_doc_id(col.collection_id, doc.external_id)
+    chunks, warnings = chunk_blocks(doc.blocks, col.policy, col.counter, doc_id=str(doc_id))
+    if not chunks:
+        raise IngestError(f"{doc.external_id}: nothing to index after extraction")
+    all_tags = tuple(sorted(set(doc.tags) | set(tags)))
+    return _Prepared(
+        item_index=index,
+        doc=doc,
+        doc_id=doc_id,
+        content_hash=content_hash(doc),
+        chunks=chunks,
+        warnings=warnings,
+        tags=all_tags,
+        metadata={**doc.metadata, **metadata},
+    )
+
+
+# -- embedding with the cache ------------------------------------------------------------------------
+
+
+def embed_cached(conn: psycopg.Connection[Any], col: Collection, texts: Sequence[str],
+                 state: _RunState) -> np.ndarray:
+    """Vectors for texts in order; each distinct text is embedded at most once per model, ever."""
+    if not texts:
+        return np.zeros((0, col.dims), dtype=np.float32)
+    hashes = [sha256_text(t) for t in texts]
+    found: dict[str, np.ndarray] = {}
+    for h, vec in conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model, "hashes": sorted(set(hashes))}):
+        found[h] = np.asarray(vec, dtype=np.float32)
+    missing: dict[str, str] = {}
+    for h, t in zip(hashes, texts):
+        if h not in found and h not in missing:
+            missing[h] = t
+    if missing:
+        vectors = col.embedder.embed_documents(list(missing.values()))
+        col.check_dims(vectors.shape[1])
+        with conn.cursor() as cur:
+            cur.executemany(
+                queries.CACHE_INSERT,
+                [{"embed_model": col.embed_model, "content_hash": h, "embedding": v}
+                 for h, v in zip(missing, vectors)],
+            )
+        found.update(zip(missing, vectors))
+    state.embedded += len(missing)
+    state.cache_hits += len(set(hashes)) - len(missing)
+    return np.stack([found[h] for h in hashes])
+
+
+# -- planning and writing ----------------------------------------------------------------------------
+
+
+def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared], duplicates: Duplicates) -> None:
+    new_hashes: dict[str, str] = {}
+    for p in batch:
+        row = conn.execute(queries.DOCUMENT_STATE, {"doc_id": p.doc_id}).fetchone()
+        if row is not None and row[4] == p.content_hash:
+            changed = (list(row[0]) != list(p.tags) or row[1] != p.metadata or row[2] != p.doc.title)
+            p.action, p.version_id = ("labels" if changed else "unchanged"), row[3]
+            continue
+        if duplicates == "skip":
+            dup = conn.execute(queries.ACTIVE_DUPLICATE, {"content_hash": p.content_hash,
+                                                          "collection_id": col.collection_id,
+                                                          "doc_id": p.doc_id}).fetchone()
+            other = dup[0] if dup else new_hashes.get(p.content_hash)
+            if other is not None:
+                p.action, p.reason = "duplicate", f"same content as {other}"
+                continue
+        new_hashes.setdefault(p.content_hash, p.doc.external_id)
+        p.version_id = make_version_id(p.doc_id, p.content_hash)
+        found = conn.execute(queries.FIND_VERSION, {"doc_id": p.doc_id, "content_hash": p.content_hash}).fetchone()
+        p.action = "reactivate" if found else "new"
+
+
+def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vectors: np.ndarray) -> None:
+    assert p.version_id is not None
+    number = conn.execute(queries.NEXT_VERSION_NUMBER, {"doc_id": p.doc_id}).fetchone()
+    artifact = col.write_artifact(p.version_id, p.doc)
+    effective = p.metadata.get("effective_at")
+    conn.execute(queries.INSERT_VERSION, {
+        "doc_version_id": p.version_id, "tenant_id": col.tenant, "doc_id": p.doc_id,
+        "version_label": f"v{number[0] if number else 1}", "content_hash": p.content_hash,
+        "artifact_uri": artifact, "chunk_count": len(p.chunks),
+        "effective_at": effective if isinstance(effective, str) else None,
+    })
+    rows, embeddings = [], []
+    for c, vec in zip(p.chunks, vectors):
+        cid = make_chunk_id(p.version_id, c.chunk_index)
+        rows.append({
+            "chunk_id": cid, "tenant_id": col.tenant, "collection_id": col.collection_id, "doc_id": p.doc_id,
+            "doc_version_id": p.version_id, "chunk_index": c.chunk_index,
+            "heading_path": json.dumps(list(c.heading_path), ensure_ascii=False), "chunk_type": c.chunk_type,
+            "content": c.content, "content_hash": sha256_text(c.content), "token_count": c.token_count,
+            "tags": list(p.tags), "metadata": json.dumps(c.metadata, ensure_ascii=False, sort_keys=True),
+            "effective_at": effective if isinstance(effective, str) else None, "search_text": c.search_text,
+        })
+        embeddings.append({"chunk_id": cid, "tenant_id": col.tenant, "collection_id": col.collection_id,
+                           "embed_model": col.embed_model, "embedding": vec})
+    with conn.cursor() as cur:
+        cur.executemany(queries.INSERT_CHUNK, rows)
+        cur.executemany(queries.INSERT_EMBEDDING, embeddings)
+
+
+def _outcome(p: _Prepared) -> ItemOutcome:
+    status = {"new": "ingested", "reactivate": "updated", "labels": "updated", "unchanged": "unchanged",
+              "duplicate": "duplicate"}[p.action]
+    reason = p.reason
+    if p.action == "reactivate":
+        reason = "content matches an earlier version; re-activated"
+    elif p.action == "labels":
+        reason = "tags, metadata or title changed; content unchanged"
+    elif p.warnings:
+        reason = "; ".join(p.warnings)
+    return ItemOutcome(source_uri=p.doc.source_uri, status=status, external_id=p.doc.external_id,  # type: ignore[arg-type]
+                       doc_id=p.doc_id, doc_version_id=p.version_id,
+                       chunks=len(p.chunks) if p.action != "duplicate" else 0, reason=reason)
+
+
+def _item_row(col: Collection, run_id: uuid.UUID, index: int, o: ItemOutcome) -> dict[str, Any]:
+    return {"run_id": run_id, "item_index": index, "tenant_id": col.tenant, "source_uri": o.source_uri,
+            "external_id": o.external_id, "status": o.status, "error_code": o.error_code, "reason": o.reason,
+            "doc_id": o.doc_id, "doc_version_id": o.doc_version_id, "chunk_count": o.chunks}
+
+
+def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
+            started: float) -> None:
+    with col.store.tenant(col.tenant) as conn:
+        _plan(conn, col, batch, duplicates)
+        todo = [p for p in batch if p.action == "new"]
+        vectors = embed_cached(conn, col, [c.search_text for p in todo for c in p.chunks], state)
+    with col.store.tenant(col.tenant) as conn:
+        retire: list[uuid.UUID] = []
+        activate: list[uuid.UUID] = []
+        offset = 0
+        for p in batch:
+            if p.action in ("unchanged", "duplicate"):
+                continue
+            conn.execute(queries.UPSERT_DOCUMENT, {
+                "doc_id": p.doc_id, "tenant_id": col.tenant, "collection_id": col.collection_id,
+                "external_id": p.doc.external_id, "source_uri": p.doc.source_uri,
+                "source_type": p.doc.source_type, "title": p.doc.title, "tags": list(p.tags),
+                "metadata": json.dumps(p.metadata, ensure_ascii=False, sort_keys=True)})
+            conn.execute(queries.LOCK_DOCUMENT, {"doc_id": p.doc_id})
+            if p.action == "labels":
+                conn.execute(queries.UPDATE_CHUNK_TAGS, {"tags": list(p.tags), "doc_version_id": p.version_id})
+                continue
+            if p.action == "new":
+                _write_new(conn, col, p, vectors[offset: offset + len(p.chunks)])
+                offset += len(p.chunks)
+            retire += [r[0] for r in conn.execute(queries.ACTIVE_VERSIONS_OF, {"doc_id": p.doc_id})]
+            assert p.version_id is not None
+            activate.append(p.version_id)
+        if retire:
+            for statement in queries.RETIRE_VERSIONS:
+                conn.execute(statement, {"versions": retire, "collection_id": col.collection_id})
+        if activate:
+            for statement in queries.ACTIVATE_VERSIONS:
+                conn.execute(statement, {"versions": activate, "collection_id": col.collection_id})
+        if retire or activate or any(p.action == "labels" for p in batch):
+            conn.execute(queries.BUMP_GENERATION, {"collection_id": col.collection_id})
+        outcomes = [(p.item_index, _outcome(p)) for p in batch]
+        items = sorted(state.pending + outcomes, key=lambda x: x[0])
+        with conn.cursor() as cur:
+            cur.executemany(queries.INSERT_ITEM, [_item_row(col, state.run_id, i, o) for i, o in items])
+        state.outcomes += [o for _, o in outcomes]
+        state.by_index.update(outcomes)
+        for p in batch:
+            state.warnings += [f"{p.doc.external_id}: {w}" for w in p.warnings]
+        conn.execute(queries.UPDATE_RUN, {"run_id": state.run_id, "stage": "store",
+                                          "stats": json.dumps(state.stats(started))})
+    state.pending = []
+
+
+def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
+                      started: float) -> None:
+    """Commit a batch; if it fails, commit its documents one by one so one bad item fails alone."""
+    if not batch:
+        return
+    try:
+        _commit(col, state, batch, duplicates, started)
+        return
+    except (psycopg.Error, RagdError) as exc:
+        if len(batch) == 1:
+            p = batch[0]
+            code = getattr(exc, "code", None) if isinstance(exc, RagdError) else "store_error"
+            _fail(state, p.item_index, ItemOutcome(source_uri=p.doc.source_uri, status="failed",
+                                                   external_id=p.doc.external_id, doc_id=p.doc_id,
+                                                   reason=f"store: {str(exc).strip()}", error_code=code))
+            return
+        if isinstance(exc, RagdError) and exc.code in ("provider_unavailable", "model_not_available",
+                                                        "dimension_mismatch", "database_unavailable"):
+            raise  # not the documents' fault: stop the run
+    for p in batch:
+        p.action, p.reason, p.version_id = "new", None, None
+        _commit_isolating(col, state, [p], duplicates, started)
+
+
+def _fail(state: _RunState, index: int, outcome: ItemOutcome) -> None:
+    state.pending.append((index, outcome))
+    state.outcomes.append(outcome)
+    state.by_index[index] = outcome
+
+
+def _failure(source_uri: str, exc: Exception) -> ItemOutcome:
+    code = exc.code if isinstance(exc, RagdError) else "ingest_error"
+    return ItemOutcome(source_uri=source_uri, status="failed", reason=str(exc), error_code=code)
+
+
+def run_ingest(
+    col: Collection,
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    documents: Iterable[ExtractedDocument] = (),
+    tags: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
+    options: ExtractOptions = ExtractOptions(),
+    duplicates: Duplicates = "skip",
+    on_progress: Progress | None = None,
+) -> IngestReport:
+    started = time.monotonic()
+    state = _RunState(run_id=uuid.uuid4())
+    config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
+              "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
+    with col.store.tenant(col.tenant) as conn:
+        conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
+                                          "collection_id": col.collection_id, "config": json.dumps(config)})
+    stage = "extract"
+    try:
+        sources: list[Path | IngestError] = list(expand_paths(paths or ()))
+        extra = list(documents)
+        total = len(sources) + len(extra)
+        batch: list[_Prepared] = []
+
+        def add(doc: ExtractedDocument | Exception, uri: str) -> None:
+            nonlocal batch
+            index = state.take_index()
+            if isinstance(doc, Exception):
+                _fail(state, index, _failure(uri, doc))
+                return
+            try:
+                batch.append(prepare(col, doc, index, tags, metadata or {}))
+            except RagdError as exc:
+                _fail(state, index, _failure(doc.source_uri, exc))
+            if len(batch) >= BATCH_DOCS:
+                _commit_isolating(col, state, batch, duplicates, started)
+                batch = []
+
+        for done, src in enumerate(sources, start=1):
+            if isinstance(src, IngestError):
+                add(src, str(src).split(":")[0])
+            else:
+                for doc in extract_path(src, col.settings.max_file_bytes, options):
+                    add(doc, src.resolve().as_uri() if src.exists() else str(src))
+            if on_progress:
+                on_progress(done, total, src.name if isinstance(src, Path) else "")
+        for done, doc in enumerate(extra, start=len(sources) + 1):
+            add(doc, doc.source_uri)
+            if on_progress:
+                on_progress(done, total, doc.external_id)
+        stage = "store"
+        _commit_isolating(col, state, batch, duplicates, started)
+        if state.pending:
+            _flush_pending(col, state, started)
+    except BaseException as exc:
+        _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
+        raise
+    failed = sum(1 for o in state.outcomes if o.status == "failed")
+    status = "failed" if state.outcomes and failed == len(state.outcomes) else "succeeded"
+    _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
+    ordered = tuple(state.by_index[i] for i in sorted(state.by_index))
+    return IngestReport(run_id=state.run_id, status=status, items=ordered, seconds=time.monotonic() - started)
+
+
+def _flush_pending(col: Collection, state: _RunState, started: float) -> None:
+    with col.store.tenant(col.tenant) as conn, conn.cursor() as cur:
+        cur.executemany(queries.INSERT_ITEM, [_item_row(col, state.run_id, i, o) for i, o in state.pending])
+    state.pending = []
+
+
+def _finish(col: Collection, state: _RunState, status: str, stage: str, error: str | None, started: float) -> None:
+    try:
+        if state.pending:
+            _flush_pending(col, state, started)
+        with col.store.tenant(col.tenant) as conn:
+            conn.execute(queries.FINISH_RUN, {"run_id": state.run_id, "status": status, "stage": stage,
+                                              "stats": json.dumps(state.stats(started)), "error": error})
+    except RagdError:
+        if status == "succeeded":
+            raise

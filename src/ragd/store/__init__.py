@@ -1,0 +1,3 @@
+from .postgres import Store
+
+__all__ = ["Store"]

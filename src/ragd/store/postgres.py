@@ -1,0 +1,166 @@
+"""Connections, tenant sessions and migrations. All SQL text lives in queries.py and migrations/."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..config import Settings
+from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError
+from . import embedded, queries
+
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
+    """(url, is_embedded): an explicit URL, then RAGD_DATABASE_URL, then the embedded server."""
+    if url:
+        return url, False
+    if settings.database_url:
+        return settings.database_url, False
+    return embedded.start(settings.pgdata), True
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every numbered migration, in order."""
+    found = []
+    for entry in resources.files("ragd.store").joinpath("migrations").iterdir():
+        match = re.match(r"^(\d{4})_(\w+)\.sql$", entry.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def check_tenant(tenant_id: str) -> str:
+    if not isinstance(tenant_id, str) or not _TENANT_RE.match(tenant_id):
+        raise InvalidRequest(
+            f"invalid tenant id {tenant_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return tenant_id
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SET jit = off")
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        pass  # the vector extension does not exist yet: registered again after migrating
+    conn.commit()
+
+
+class Store:
+    """A PostgreSQL database holding ragd's schema. Thread-safe: connections come from a pool."""
+
+    def __init__(self, url: str, *, settings: Settings, embedded_server: bool = False, migrate: bool = True):
+        self.url = url
+        self.settings = settings
+        self.embedded = embedded_server
+        self._check_reachable()
+        if migrate:
+            self.migrate()
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            configure=_configure,
+            reset=_reset,
+            check=ConnectionPool.check_connection,
+            open=True,
+            timeout=30,
+            name="ragd",
+        )
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
+        settings = settings or Settings()
+        resolved, is_embedded = resolve_url(settings, url)
+        return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_reachable(self) -> None:
+        try:
+            with psycopg.connect(self.url, connect_timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.OperationalError as exc:
+            where = "the embedded server" if self.embedded else "RAGD_DATABASE_URL"
+            raise DatabaseUnavailable(
+                f"cannot connect to PostgreSQL ({where}: {_redact(self.url)}): {str(exc).strip()}. "
+                "Check that the server is running and the URL is right, or unset RAGD_DATABASE_URL "
+                "to use the embedded server."
+            ) from exc
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    @contextmanager
+    def admin(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction as the session user (schema owner): collection DDL, tenant creation."""
+        with self._connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction as ragd_app acting for one tenant: row-level security applies."""
+        check_tenant(tenant_id)
+        with self._connection() as conn, conn.transaction():
+            conn.execute(queries.SET_ROLE_APP)
+            conn.execute(queries.SET_TENANT, {"tenant_id": tenant_id})
+            yield conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        """Apply pending numbered migrations; safe to call from several processes at once."""
+        applied_now: list[int] = []
+        try:
+            with psycopg.connect(self.url, autocommit=False) as conn:
+                with conn.transaction():
+                    conn.execute(queries.MIGRATION_LOCK)
+                    conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
+                    done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
+                    for version, name, text in migrations():
+                        if version in done:
+                            continue
+                        conn.execute(text.encode("utf-8"))
+                        conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
+                        applied_now.append(version)
+        except psycopg.Error as exc:
+            raise MigrationError(f"applying migrations failed: {str(exc).strip()}") from exc
+        return applied_now
+
+    def schema_version(self) -> int:
+        with self.admin() as conn:
+            row = conn.execute(queries.SCHEMA_VERSION).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+
+def _reset(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("RESET ROLE")
+    conn.execute("RESET ragd.tenant_id")
+    conn.commit()
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

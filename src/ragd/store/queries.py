@@ -1,0 +1,346 @@
+"""Every SQL statement ragd runs. Templates are constant strings; names go through sql.Identifier and
+values through parameters (or sql.Literal for the constants a partial index must see)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from psycopg import sql
+
+from ..types import Filters
+
+# -- sessions and migrations ---------------------------------------------------------------------
+
+SET_ROLE_APP = "SET LOCAL ROLE ragd_app"
+SET_TENANT = "SELECT set_config('ragd.tenant_id', %(tenant_id)s, true)"
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.migrate'))"
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+APPLIED_MIGRATIONS = "SELECT version FROM schema_migrations ORDER BY version"
+RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES (%(version)s, %(name)s)"
+SCHEMA_VERSION = "SELECT max(version) FROM schema_migrations"
+
+# -- tenants and collections -----------------------------------------------------------------------
+
+ENSURE_TENANT = """
+INSERT INTO tenants (tenant_id, name) VALUES (%(tenant_id)s, %(tenant_id)s)
+ON CONFLICT (tenant_id) DO NOTHING"""
+
+CREATE_COLLECTION = """
+INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy)
+VALUES (%(collection_id)s, %(tenant_id)s, %(name)s, %(embed_model)s, %(embed_dims)s, %(chunk_policy)s)
+ON CONFLICT (tenant_id, name) DO NOTHING"""
+
+INIT_LEXICAL_STATS = """
+INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%(collection_id)s, %(tenant_id)s)
+ON CONFLICT (collection_id) DO NOTHING"""
+
+GET_COLLECTION = """
+SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at
+FROM collections WHERE name = %(name)s"""
+
+LIST_COLLECTIONS = """
+SELECT c.name, c.embed_model, c.embed_dims, c.created_at,
+       (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS documents,
+       (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks
+FROM collections c ORDER BY c.name"""
+
+BUMP_GENERATION = "UPDATE collections SET generation = generation + 1 WHERE collection_id = %(collection_id)s"
+
+
+def hnsw_index_name(collection_id: uuid.UUID) -> str:
+    return f"chunk_embeddings_hnsw_{collection_id.hex[:16]}"
+
+
+def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int) -> sql.Composed:
+    """A partial HNSW cosine index over one collection's active embeddings, at its dimensions."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
+        "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+        "WHERE collection_id = {cid} AND embed_model = {model} AND is_active"
+    ).format(
+        name=sql.Identifier(hnsw_index_name(collection_id)),
+        dims=sql.Literal(int(dims)),
+        cid=sql.Literal(str(collection_id)),
+        model=sql.Literal(embed_model),
+    )
+
+
+# -- documents and versions ------------------------------------------------------------------------
+
+UPSERT_DOCUMENT = """
+INSERT INTO documents (doc_id, tenant_id, collection_id, external_id, source_uri, source_type, title, tags, metadata)
+VALUES (%(doc_id)s, %(tenant_id)s, %(collection_id)s, %(external_id)s, %(source_uri)s, %(source_type)s,
+        %(title)s, %(tags)s, %(metadata)s)
+ON CONFLICT (doc_id) DO UPDATE SET
+    source_uri = EXCLUDED.source_uri, source_type = EXCLUDED.source_type, title = EXCLUDED.title,
+    tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, updated_at = now()
+WHERE (documents.source_uri, documents.source_type, documents.title, documents.tags, documents.metadata)
+      IS DISTINCT FROM (EXCLUDED.source_uri, EXCLUDED.source_type, EXCLUDED.title, EXCLUDED.tags, EXCLUDED.metadata)
+RETURNING doc_id"""
+
+LOCK_DOCUMENT = "SELECT doc_id FROM documents WHERE doc_id = %(doc_id)s FOR UPDATE"
+
+DOCUMENT_STATE = """
+SELECT d.tags, d.metadata, d.title, v.doc_version_id, v.content_hash
+FROM documents d
+LEFT JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
+WHERE d.doc_id = %(doc_id)s"""
+
+FIND_VERSION = """
+SELECT doc_version_id, is_active FROM document_versions
+WHERE doc_id = %(doc_id)s AND content_hash = %(content_hash)s"""
+
+ACTIVE_DUPLICATE = """
+SELECT d.external_id, d.doc_id FROM document_versions v JOIN documents d USING (doc_id)
+WHERE v.is_active AND v.content_hash = %(content_hash)s AND d.collection_id = %(collection_id)s
+  AND d.doc_id <> %(doc_id)s
+ORDER BY d.external_id LIMIT 1"""
+
+NEXT_VERSION_NUMBER = "SELECT count(*) + 1 FROM document_versions WHERE doc_id = %(doc_id)s"
+
+INSERT_VERSION = """
+INSERT INTO document_versions (doc_version_id, tenant_id, doc_id, version_label, content_hash, artifact_uri,
+                               chunk_count, effective_at)
+VALUES (%(doc_version_id)s, %(tenant_id)s, %(doc_id)s, %(version_label)s, %(content_hash)s, %(artifact_uri)s,
+        %(chunk_count)s, COALESCE(%(effective_at)s::timestamptz, now()))"""
+
+INSERT_CHUNK = """
+INSERT INTO chunks (chunk_id, tenant_id, collection_id, doc_id, doc_version_id, chunk_index, heading_path,
+                    chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes)
+VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(doc_id)s, %(doc_version_id)s, %(chunk_index)s,
+        %(heading_path)s, %(chunk_type)s, %(content)s, %(content_hash)s, %(token_count)s, %(tags)s,
+        %(metadata)s, COALESCE(%(effective_at)s::timestamptz, now()), to_tsvector('english', %(search_text)s))"""
+
+INSERT_EMBEDDING = """
+INSERT INTO chunk_embeddings (chunk_id, tenant_id, collection_id, embed_model, embedding)
+VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(embed_model)s, %(embedding)s)"""
+
+# Tags and metadata changed while the content did not: update the live chunks in place.
+UPDATE_CHUNK_TAGS = "UPDATE chunks SET tags = %(tags)s WHERE doc_version_id = %(doc_version_id)s"
+
+# Retiring and activating versions keeps chunks, embeddings and the BM25 statistics in step.
+# Each list runs in order, in the caller's transaction, for an array of version ids.
+RETIRE_VERSIONS = [
+    """UPDATE lexical_terms t SET df = t.df - x.n
+       FROM (SELECT p.collection_id, p.term, count(*) AS n FROM lexical_postings p
+             JOIN chunks c ON c.chunk_id = p.chunk_id
+             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY p.collection_id, p.term ORDER BY p.term) x
+       WHERE t.collection_id = x.collection_id AND t.term = x.term""",
+    """UPDATE lexical_stats s SET n_chunks = s.n_chunks - x.n, total_len = s.total_len - x.len
+       FROM (SELECT c.collection_id, count(DISTINCT p.chunk_id) AS n,
+                    sum(p.tf) AS len FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
+             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
+       WHERE s.collection_id = x.collection_id""",
+    """DELETE FROM lexical_postings p USING chunks c
+       WHERE c.chunk_id = p.chunk_id AND c.doc_version_id = ANY(%(versions)s)""",
+    "DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = %(collection_id)s",
+    """UPDATE chunk_embeddings e SET is_active = false FROM chunks c
+       WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND e.is_active""",
+    "UPDATE chunks SET is_active = false WHERE doc_version_id = ANY(%(versions)s) AND is_active",
+    "UPDATE document_versions SET is_active = false WHERE doc_version_id = ANY(%(versions)s) AND is_active",
+]
+
+ACTIVATE_VERSIONS = [
+    "UPDATE document_versions SET is_active = true WHERE doc_version_id = ANY(%(versions)s)",
+    "UPDATE chunks SET is_active = true WHERE doc_version_id = ANY(%(versions)s)",
+    """UPDATE chunk_embeddings e SET is_active = true FROM chunks c
+       WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s)""",
+    """INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
+       SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
+       FROM chunks c
+       CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len
+                           FROM unnest(c.lexemes) u) l
+       CROSS JOIN LATERAL unnest(c.lexemes) t
+       WHERE c.doc_version_id = ANY(%(versions)s) AND l.len > 0""",
+    """INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
+       SELECT p.collection_id, p.term, p.tenant_id, count(*) FROM lexical_postings p
+       JOIN chunks c ON c.chunk_id = p.chunk_id
+       WHERE c.doc_version_id = ANY(%(versions)s)
+       GROUP BY p.collection_id, p.term, p.tenant_id ORDER BY p.term
+       ON CONFLICT (collection_id, term) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df""",
+    """UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
+       FROM (SELECT c.collection_id, count(DISTINCT p.chunk_id) AS n, sum(p.tf) AS len
+             FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
+             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
+       WHERE s.collection_id = x.collection_id""",
+]
+
+LIST_DOCUMENTS = """
+SELECT d.doc_id, d.external_id, d.title, d.source_type, d.tags, v.version_label, v.chunk_count, d.updated_at
+FROM documents d LEFT JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
+WHERE d.collection_id = %(collection_id)s
+ORDER BY d.external_id LIMIT %(limit)s OFFSET %(offset)s"""
+
+GET_DOCUMENT = """
+SELECT d.doc_id, d.external_id, d.source_uri, d.source_type, d.title, d.tags, d.metadata, d.created_at,
+       d.updated_at
+FROM documents d WHERE d.collection_id = %(collection_id)s AND (d.external_id = %(ref)s OR d.doc_id::text = %(ref)s)"""
+
+DOCUMENT_VERSIONS = """
+SELECT doc_version_id, version_label, content_hash, is_active, chunk_count, artifact_uri, effective_at, created_at
+FROM document_versions WHERE doc_id = %(doc_id)s ORDER BY created_at, version_label"""
+
+ACTIVE_VERSIONS_OF = "SELECT doc_version_id FROM document_versions WHERE doc_id = %(doc_id)s AND is_active"
+DELETE_DOCUMENT = "DELETE FROM documents WHERE doc_id = %(doc_id)s"
+
+# -- embedding cache ---------------------------------------------------------------------------------
+
+CACHE_LOOKUP = """
+SELECT content_hash, embedding FROM embedding_cache
+WHERE embed_model = %(embed_model)s AND content_hash = ANY(%(hashes)s)"""
+
+CACHE_INSERT = """
+INSERT INTO embedding_cache (embed_model, content_hash, embedding)
+VALUES (%(embed_model)s, %(content_hash)s, %(embedding)s)
+ON CONFLICT DO NOTHING"""
+
+# -- runs --------------------------------------------------------------------------------------------
+
+INSERT_RUN = """
+INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status, stage, config)
+VALUES (%(run_id)s, %(tenant_id)s, %(collection_id)s, 'running', 'extract', %(config)s)"""
+
+UPDATE_RUN = """
+UPDATE ingestion_runs SET stats = %(stats)s, stage = %(stage)s WHERE run_id = %(run_id)s"""
+
+FINISH_RUN = """
+UPDATE ingestion_runs SET status = %(status)s, stage = %(stage)s, stats = %(stats)s, error = %(error)s,
+       finished_at = now()
+WHERE run_id = %(run_id)s"""
+
+INSERT_ITEM = """
+INSERT INTO ingestion_items (run_id, item_index, tenant_id, source_uri, external_id, status, error_code, reason,
+                             doc_id, doc_version_id, chunk_count)
+VALUES (%(run_id)s, %(item_index)s, %(tenant_id)s, %(source_uri)s, %(external_id)s, %(status)s, %(error_code)s,
+        %(reason)s, %(doc_id)s, %(doc_version_id)s, %(chunk_count)s)"""
+
+LIST_RUNS = """
+SELECT r.run_id, c.name AS collection, r.status, r.stage, r.started_at, r.finished_at, r.stats, r.error
+FROM ingestion_runs r JOIN collections c USING (collection_id)
+ORDER BY r.started_at DESC, r.run_id LIMIT %(limit)s"""
+
+GET_RUN = """
+SELECT r.run_id, c.name AS collection, r.status, r.stage, r.started_at, r.finished_at, r.config, r.stats, r.error
+FROM ingestion_runs r JOIN collections c USING (collection_id) WHERE r.run_id::text LIKE %(prefix)s
+ORDER BY r.started_at DESC LIMIT 2"""
+
+RUN_ITEMS = """
+SELECT item_index, source_uri, external_id, status, error_code, reason, doc_id, chunk_count
+FROM ingestion_items WHERE run_id = %(run_id)s ORDER BY item_index"""
+
+# -- retrieval ---------------------------------------------------------------------------------------
+
+CANDIDATE_COLUMNS = """
+SELECT c.chunk_id, c.doc_id, c.doc_version_id, c.chunk_index, c.content, d.title, d.external_id,
+       v.version_label, c.heading_path, c.chunk_type, c.tags, d.metadata || c.metadata
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id JOIN document_versions v ON v.doc_version_id = c.doc_version_id
+WHERE c.chunk_id = ANY(%(ids)s) AND c.is_active"""
+
+
+def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, dict[str, Any]]:
+    """WHERE conditions on the chunks table for a Filters value (always true when empty)."""
+    col = sql.Identifier(alias)
+    parts: list[sql.Composable] = [sql.SQL("TRUE")]
+    params: dict[str, Any] = {}
+    if filters.tags_any:
+        parts.append(sql.SQL("{}.tags && %(f_tags_any)s::text[]").format(col))
+        params["f_tags_any"] = list(filters.tags_any)
+    if filters.tags_all:
+        parts.append(sql.SQL("{}.tags @> %(f_tags_all)s::text[]").format(col))
+        params["f_tags_all"] = list(filters.tags_all)
+    if filters.metadata:
+        conds: list[sql.Composable] = [sql.SQL("d.metadata @> %(f_meta)s::jsonb")]
+        params["f_meta"] = json.dumps(dict(filters.metadata), sort_keys=True)
+        for i, (key, value) in enumerate(filters.metadata):
+            conds.append(sql.SQL("(d.metadata -> %({k})s) = %({v})s::jsonb").format(
+                k=sql.SQL(f"f_mk{i}"), v=sql.SQL(f"f_mv{i}")))
+            params[f"f_mk{i}"] = key
+            params[f"f_mv{i}"] = json.dumps(value, sort_keys=True)
+        parts.append(sql.SQL("EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = {}.doc_id AND {})").format(
+            col, sql.SQL(" AND ").join(conds)))
+    if filters.doc_ids:
+        parts.append(sql.SQL("{}.doc_id = ANY(%(f_doc_ids)s::uuid[])").format(col))
+        params["f_doc_ids"] = list(filters.doc_ids)
+    if filters.external_ids:
+        parts.append(sql.SQL(
+            "{}.doc_id IN (SELECT doc_id FROM documents WHERE external_id = ANY(%(f_ext_ids)s::text[]))"
+        ).format(col))
+        params["f_ext_ids"] = list(filters.external_ids)
+    if filters.effective_from:
+        parts.append(sql.SQL("{}.effective_at >= %(f_eff_from)s::timestamptz").format(col))
+        params["f_eff_from"] = filters.effective_from
+    if filters.effective_to:
+        parts.append(sql.SQL("{}.effective_at < %(f_eff_to)s::timestamptz").format(col))
+        params["f_eff_to"] = filters.effective_to
+    return sql.SQL(" AND ").join(parts), params
+
+
+def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters) -> sql.Composed:
+    """Top-k through the collection's partial HNSW index (its predicate is repeated literally)."""
+    where, _ = filter_clause(filters)
+    return sql.SQL(
+        "SELECT e.chunk_id, 1 - (e.embedding::vector({dims}) <=> %(qvec)s::vector({dims})) AS score "
+        "FROM chunk_embeddings e JOIN chunks c ON c.chunk_id = e.chunk_id "
+        "WHERE e.collection_id = {cid} AND e.embed_model = {model} AND e.is_active AND c.is_active AND {where} "
+        "ORDER BY e.embedding::vector({dims}) <=> %(qvec)s::vector({dims}) LIMIT %(limit)s"
+    ).format(
+        dims=sql.Literal(int(dims)),
+        cid=sql.Literal(str(collection_id)),
+        model=sql.Literal(embed_model),
+        where=where,
+    )
+
+
+def vector_exact_sql(filters: Filters) -> sql.Composed:
+    """Exact cosine scan of the filtered active rows (no index), ordered with the canonical tie-break."""
+    where, _ = filter_clause(filters)
+    return sql.SQL(
+        "SELECT e.chunk_id, 1 - (e.embedding <=> %(qvec)s) AS score "
+        "FROM chunk_embeddings e JOIN chunks c ON c.chunk_id = e.chunk_id "
+        "WHERE e.collection_id = %(collection_id)s AND e.embed_model = %(embed_model)s AND e.is_active "
+        "AND c.is_active AND {where} "
+        "ORDER BY e.embedding <=> %(qvec)s, c.doc_id, c.chunk_index LIMIT %(limit)s"
+    ).format(where=where)
+
+
+def count_filtered_sql(filters: Filters) -> sql.Composed:
+    where, _ = filter_clause(filters)
+    return sql.SQL(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active "
+        "AND {where} LIMIT %(cap)s) x"
+    ).format(where=where)
+
+
+def lexical_sql(filters: Filters) -> sql.Composed:
+    """BM25 (k1, b as parameters) over the collection's postings; query terms are OR-ed.
+
+    Scores are rounded so that floating-point summation order cannot reorder ties, and ties at the
+    cut-off are resolved by (doc_id, chunk_index).
+    """
+    where, _ = filter_clause(filters)
+    join = sql.SQL("") if filters.empty else sql.SQL(
+        "JOIN chunks c ON c.chunk_id = p.chunk_id AND c.is_active AND {where} "
+    ).format(where=where)
+    return sql.SQL(
+        "WITH q AS (SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('english', %(query)s)) t), "
+        "s AS (SELECT n_chunks::float8 AS n, GREATEST(total_len::float8 / NULLIF(n_chunks, 0), 1) AS avg_len "
+        "      FROM lexical_stats WHERE collection_id = %(collection_id)s), "
+        "w AS (SELECT lt.term, ln(1 + (s.n - lt.df + 0.5) / (lt.df + 0.5)) AS idf, s.avg_len "
+        "      FROM lexical_terms lt JOIN q ON q.term = lt.term CROSS JOIN s "
+        "      WHERE lt.collection_id = %(collection_id)s AND lt.df > 0), "
+        "scored AS (SELECT p.chunk_id, round(sum(w.idf * p.tf * (%(k1)s + 1) / "
+        "             (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / w.avg_len)))::numeric, 9)::float8 AS score "
+        "           FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
+        "           {join}GROUP BY p.chunk_id), "
+        "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
+        "SELECT sc.chunk_id, sc.score FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id "
+        "WHERE sc.score >= (SELECT min(score) FROM top) "
+        "ORDER BY sc.score DESC, c2.doc_id, c2.chunk_index LIMIT %(limit)s"
+    ).format(join=join)

@@ -1,0 +1,233 @@
+"""What flows between blocks: frozen dataclasses, no dicts."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BlockType = Literal["heading", "paragraph", "list", "table", "code"]
+ChunkType = Literal["paragraph", "table", "list", "code", "heading"]
+FusionMethod = Literal["rrf", "weighted", "vector", "lexical"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One extracted unit of a document, in reading order."""
+
+    type: BlockType
+    text: str
+    level: int = 0  # heading level (1..6); list nesting depth
+    page: int | None = None
+    header: tuple[str, ...] = ()  # tables: the header row
+    rows: tuple[tuple[str, ...], ...] = ()  # tables: body rows
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    """An extractor's output: one logical document (a file, or one record of a JSONL file)."""
+
+    external_id: str
+    source_uri: str
+    source_type: str
+    title: str | None
+    blocks: tuple[Block, ...]
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    target_tokens: int = 450
+    min_tokens: int = 350
+    max_tokens: int = 500
+    hard_cap_tokens: int = 800
+    overlap_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "target_tokens": self.target_tokens,
+            "min_tokens": self.min_tokens,
+            "max_tokens": self.max_tokens,
+            "hard_cap_tokens": self.hard_cap_tokens,
+            "overlap_tokens": self.overlap_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Chunk:
+    doc_id: str
+    chunk_index: int
+    content: str
+    heading_path: tuple[str, ...] = ()
+    chunk_type: ChunkType = "paragraph"
+    token_count: int = 0
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def search_text(self) -> str:
+        """The text that is embedded and indexed: heading path as context, then the content."""
+        if not self.heading_path:
+            return self.content
+        return " > ".join(self.heading_path) + "\n\n" + self.content
+
+
+@dataclass(frozen=True)
+class Filters:
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    metadata: tuple[tuple[str, Any], ...] = ()  # equality on top-level keys, sorted by key
+    doc_ids: tuple[uuid.UUID, ...] = ()
+    external_ids: tuple[str, ...] = ()
+    effective_from: str | None = None  # ISO timestamp, inclusive
+    effective_to: str | None = None  # ISO timestamp, exclusive
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.tags_any
+            or self.tags_all
+            or self.metadata
+            or self.doc_ids
+            or self.external_ids
+            or self.effective_from
+            or self.effective_to
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    k: int = 12
+    k_vec: int = 50
+    k_lex: int = 50
+    fusion: FusionMethod = "rrf"
+    rrf_k: int = 60
+    keyword_weight: float = 0.5
+    semantic_weight: float = 0.5
+    filters: Filters = Filters()
+    rerank: bool = False
+    compress: bool = False
+    exact: bool = False  # exact vector scan instead of the HNSW index
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "k_vec": self.k_vec,
+            "k_lex": self.k_lex,
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "keyword_weight": self.keyword_weight,
+            "semantic_weight": self.semantic_weight,
+            "rerank": self.rerank,
+            "compress": self.compress,
+            "exact": self.exact,
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: uuid.UUID
+    doc_id: uuid.UUID
+    doc_version_id: uuid.UUID
+    chunk_index: int
+    content: str
+    title: str | None = None
+    external_id: str | None = None
+    version_label: str | None = None
+    heading_path: tuple[str, ...] = ()
+    chunk_type: str = "paragraph"
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float = 0.0
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
+    fused_score: float | None = None
+    rerank_score: float | None = None
+
+    @property
+    def sort_key(self) -> tuple[float, str, int]:
+        """Score descending, then (doc_id, chunk_index): the canonical tie-break."""
+        return (-self.score, str(self.doc_id), self.chunk_index)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": str(self.chunk_id),
+            "doc_id": str(self.doc_id),
+            "doc_version_id": str(self.doc_version_id),
+            "chunk_index": self.chunk_index,
+            "score": self.score,
+            "content": self.content,
+            "title": self.title,
+            "external_id": self.external_id,
+            "version_label": self.version_label,
+            "heading_path": list(self.heading_path),
+            "chunk_type": self.chunk_type,
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+            "vector_score": self.vector_score,
+            "vector_rank": self.vector_rank,
+            "lexical_score": self.lexical_score,
+            "lexical_rank": self.lexical_rank,
+            "fused_score": self.fused_score,
+            "rerank_score": self.rerank_score,
+        }
+
+
+ItemStatus = Literal["ingested", "updated", "unchanged", "duplicate", "failed"]
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    source_uri: str
+    status: ItemStatus
+    external_id: str | None = None
+    doc_id: uuid.UUID | None = None
+    doc_version_id: uuid.UUID | None = None
+    chunks: int = 0
+    reason: str | None = None
+    error_code: str | None = None
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    run_id: uuid.UUID
+    status: str
+    items: tuple[ItemOutcome, ...]
+    seconds: float
+
+    def count(self, status: ItemStatus) -> int:
+        return sum(1 for item in self.items if item.status == status)
+
+    @property
+    def failed(self) -> tuple[ItemOutcome, ...]:
+        return tuple(item for item in self.items if item.status == "failed")
+
+    @property
+    def chunks(self) -> int:
+        return sum(item.chunks for item in self.items)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": str(self.run_id),
+            "status": self.status,
+            "seconds": round(self.seconds, 3),
+            "counts": {s: self.count(s) for s in ("ingested", "updated", "unchanged", "duplicate", "failed")},
+            "chunks": self.chunks,
+            "items": [
+                {
+                    "source_uri": i.source_uri,
+                    "external_id": i.external_id,
+                    "status": i.status,
+                    "doc_id": str(i.doc_id) if i.doc_id else None,
+                    "doc_version_id": str(i.doc_version_id) if i.doc_version_id else None,
+                    "chunks": i.chunks,
+                    "reason": i.reason,
+                    "error_code": i.error_code,
+                }
+                for i in self.items
+            ],
+        }
