@@ -164,7 +164,7 @@ def embed_cached(conn: psycopg.Connection[Any], col: Collection, texts: Sequence
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
     for h, vec in conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model, "hashes": sorted(set(hashes))}):
-        found[h] = np.asarray(vec, dtype=np.float32)
+        found[h] = np.asarray(vec.to_numpy() if hasattr(vec, "to_numpy") else vec, dtype=np.float32)
     missing: dict[str, str] = {}
     for h, t in zip(hashes, texts):
         if h not in found and h not in missing:

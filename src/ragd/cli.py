@@ -1,0 +1,386 @@
+"""`ragd` command line: each command parses, makes one library call, formats the result, maps errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .config import Settings
+from .errors import RagdError
+from .ingest.extract import ExtractOptions
+from .retrieve.filters import parse_filter_args
+from .store import embedded
+from .store.postgres import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (uuid.UUID, Path)):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def emit_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, default=_json_default, ensure_ascii=False, sort_keys=False))
+
+
+def handle_errors(func: F) -> F:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except RagdError as exc:
+            err.print(f"[bold red]error[/] ({exc.code}): {exc}", markup=True, highlight=False)
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_for(embedder: str | None = None) -> Settings:
+    return Settings(embedder=embedder) if embedder else Settings()
+
+
+def open_collection(collection: str | None, tenant: str | None, embedder: str | None, *, create: bool) -> Any:
+    from .engine import connect
+
+    client = connect(settings=settings_for(embedder))
+    click.get_current_context().call_on_close(client.close)
+    return client.collection(collection, tenant=tenant, create=create)
+
+
+def common(func: F) -> F:
+    func = click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")(func)
+    func = click.option("--collection", "-c", envvar="RAGD_COLLECTION",
+                        help="Collection name (default: RAGD_COLLECTION or 'default').")(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ragd")
+def main() -> None:
+    """ragd: deterministic retrieval-augmented generation on PostgreSQL + pgvector."""
+
+
+# -- ingest --------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@common
+@click.option("--tags", "-t", multiple=True, help="Tags for every document (repeat or comma-separate).")
+@click.option("--embedder", "-e", help="bge-small-en (default), hash[:DIMS] or openai:MODEL (or RAGD_EMBEDDER).")
+@click.option("--id-field", help="JSON records: the id field (default: _id, id, doc_id).")
+@click.option("--title-field", help="JSON records: the title field (default: title).")
+@click.option("--text-field", multiple=True, help="JSON records: text field(s) (default: text, content, body).")
+@click.option("--keep-duplicates", is_flag=True, help="Store documents whose content another document already has.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
+@handle_errors
+def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tags: Sequence[str],
+           embedder: str | None, id_field: str | None, title_field: str | None, text_field: Sequence[str],
+           keep_duplicates: bool, as_json: bool) -> None:
+    """Ingest files and directories (text, Markdown, JSON/JSONL records)."""
+    col = open_collection(collection, tenant, embedder, create=True)
+    tag_list = sorted({t.strip() for group in tags for t in group.split(",") if t.strip()})
+    options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field))
+    with Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err, transient=True,
+                  disable=as_json or not err.is_terminal) as progress:
+        task = progress.add_task("", total=None)
+
+        def on_progress(done: int, total: int, label: str) -> None:
+            progress.update(task, completed=done, total=total, description=label[-40:])
+
+        report = col.ingest(list(paths), tags=tag_list, options=options,
+                            duplicates="keep" if keep_duplicates else "skip", on_progress=on_progress)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _print_report(report, col.name)
+    if report.failed:
+        sys.exit(1)
+
+
+def _print_report(report: Any, collection: str) -> None:
+    data = report.as_dict()
+    table = Table(title=f"run {data['run_id']} into {collection}: {data['status']} in {data['seconds']:.1f}s")
+    for name in ("ingested", "updated", "unchanged", "duplicate", "failed", "chunks"):
+        table.add_column(name, justify="right")
+    counts = data["counts"]
+    table.add_row(*(str(counts[n]) for n in ("ingested", "updated", "unchanged", "duplicate", "failed")),
+                  str(data["chunks"]))
+    out.print(table)
+    notes = [i for i in data["items"] if i["status"] in ("failed", "duplicate")]
+    for item in notes[:50]:
+        out.print(f"  {item['status']:<9} {item['external_id'] or item['source_uri']}: {item['reason']}")
+    if len(notes) > 50:
+        out.print(f"  ... {len(notes) - 50} more; see `ragd runs show {data['run_id']}`")
+
+
+# -- search --------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("query")
+@common
+@click.option("--k", "-k", default=12, show_default=True, type=click.IntRange(1, 1000), help="Results to return.")
+@click.option("--filter", "-f", "filters", multiple=True,
+              help="tag=X (any), tags_all=a,b, doc=ID, id=EXTERNAL_ID, meta.KEY=VALUE, or one JSON object.")
+@click.option("--fusion", type=click.Choice(["rrf", "weighted", "vector", "lexical"]), default="rrf",
+              show_default=True, help="Hybrid fusion method, or a single leg.")
+@click.option("--keyword-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: lexical weight.")
+@click.option("--semantic-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: vector weight.")
+@click.option("--exact", is_flag=True, help="Exact vector scan instead of the HNSW index.")
+@click.option("--embedder", "-e", help="Must match the collection's model (default: the collection's).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"results": [...]} as one JSON object.')
+@handle_errors
+def search(query: str, collection: str | None, tenant: str | None, k: int, filters: Sequence[str], fusion: str,
+           keyword_weight: float, semantic_weight: float, exact: bool, embedder: str | None,
+           as_json: bool) -> None:
+    """Hybrid search (vector + BM25, fused) over a collection."""
+    col = open_collection(collection, tenant, embedder, create=False)
+    started = time.perf_counter()
+    hits = col.search(query, k=k, filters=parse_filter_args(filters), fusion=fusion,
+                      keyword_weight=keyword_weight, semantic_weight=semantic_weight, exact=exact)
+    latency = (time.perf_counter() - started) * 1000
+    if as_json:
+        emit_json({"query": query, "collection": col.name, "fusion": fusion, "latency_ms": round(latency, 2),
+                   "results": [h.as_dict() for h in hits]})
+        return
+    if not hits:
+        out.print("no results")
+        return
+    for rank, hit in enumerate(hits, start=1):
+        where = " > ".join(hit.heading_path) or (hit.title or "")
+        out.print(f"[bold]{rank:>2}. {hit.score:.4f}[/]  {hit.external_id}  [dim]#{hit.chunk_index} {where}[/]")
+        snippet = " ".join(hit.content.split())
+        out.print(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+    out.print(f"[dim]{len(hits)} results in {latency:.1f} ms[/]")
+
+
+# -- documents -----------------------------------------------------------------------------------------
+
+
+@main.group()
+def documents() -> None:
+    """List, show and delete documents."""
+
+
+@documents.command("list")
+@common
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--offset", default=0, type=click.IntRange(0))
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def documents_list(collection: str | None, tenant: str | None, limit: int, offset: int, as_json: bool) -> None:
+    """Documents of a collection with their active version."""
+    docs = open_collection(collection, tenant, None, create=False).documents(limit=limit, offset=offset)
+    if as_json:
+        emit_json({"documents": docs})
+        return
+    table = Table()
+    for name in ("external_id", "title", "type", "version", "chunks", "tags"):
+        table.add_column(name)
+    for d in docs:
+        table.add_row(d["external_id"], d["title"] or "", d["source_type"], d["version_label"] or "-",
+                      str(d["chunk_count"] or 0), ",".join(d["tags"]))
+    out.print(table)
+
+
+@documents.command("show")
+@click.argument("ref")
+@common
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def documents_show(ref: str, collection: str | None, tenant: str | None, as_json: bool) -> None:
+    """A document (by external id or doc id) and its versions."""
+    doc = open_collection(collection, tenant, None, create=False).document(ref)
+    if as_json:
+        emit_json(doc)
+        return
+    for key in ("doc_id", "external_id", "title", "source_uri", "source_type", "tags", "metadata", "updated_at"):
+        out.print(f"[bold]{key}[/]: {doc[key]}")
+    for v in doc["versions"]:
+        mark = "active" if v["is_active"] else "inactive"
+        out.print(f"  {v['version_label']} {mark} {v['chunk_count']} chunks {v['content_hash'][:12]} {v['created_at']}")
+
+
+@documents.command("delete")
+@click.argument("ref")
+@common
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def documents_delete(ref: str, collection: str | None, tenant: str | None, as_json: bool) -> None:
+    """Delete a document and all its versions; it leaves search results at once."""
+    doc_id = open_collection(collection, tenant, None, create=False).delete(ref)
+    if as_json:
+        emit_json({"deleted": str(doc_id)})
+    else:
+        out.print(f"deleted {ref} ({doc_id})")
+
+
+# -- runs and collections ------------------------------------------------------------------------------
+
+
+@main.group()
+def runs() -> None:
+    """Ingestion runs and their items."""
+
+
+@runs.command("list")
+@common
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000))
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def runs_list(collection: str | None, tenant: str | None, limit: int, as_json: bool) -> None:
+    """Recent runs of the tenant, newest first."""
+    items = open_collection(collection, tenant, None, create=False).runs(limit=limit)
+    if as_json:
+        emit_json({"runs": items})
+        return
+    table = Table()
+    for name in ("run_id", "collection", "status", "started", "items", "chunks", "failed"):
+        table.add_column(name)
+    for r in items:
+        stats = r["stats"] or {}
+        table.add_row(str(r["run_id"]), r["collection"], r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+                      str(stats.get("items", "")), str(stats.get("chunks", "")),
+                      str((stats.get("counts") or {}).get("failed", 0)))
+    out.print(table)
+
+
+@runs.command("show")
+@click.argument("run_id")
+@common
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def runs_show(run_id: str, collection: str | None, tenant: str | None, as_json: bool) -> None:
+    """One run (id or unique prefix) with every item and its outcome."""
+    run = open_collection(collection, tenant, None, create=False).run(run_id)
+    if as_json:
+        emit_json(run)
+        return
+    out.print(f"[bold]{run['run_id']}[/] {run['status']} (stage {run['stage']}) into {run['collection']}")
+    out.print(f"started {run['started_at']}  finished {run['finished_at']}  stats {json.dumps(run['stats'])}")
+    if run["error"]:
+        out.print(f"error: {run['error']}")
+    table = Table()
+    for name in ("#", "status", "item", "chunks", "reason"):
+        table.add_column(name)
+    for item in run["items"]:
+        table.add_row(str(item["item_index"]), item["status"], item["external_id"] or item["source_uri"],
+                      str(item["chunk_count"]), item["reason"] or "")
+    out.print(table)
+
+
+@main.group()
+def collections() -> None:
+    """Collections of a tenant."""
+
+
+@collections.command("list")
+@click.option("--tenant", envvar="RAGD_TENANT")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def collections_list(tenant: str | None, as_json: bool) -> None:
+    """Collections with their pinned model, dimensions and sizes."""
+    from .engine import connect
+
+    client = connect()
+    click.get_current_context().call_on_close(client.close)
+    items = client.collections(tenant)
+    if as_json:
+        emit_json({"collections": items})
+        return
+    table = Table()
+    for name in ("name", "model", "dims", "documents", "chunks", "created"):
+        table.add_column(name)
+    for c in items:
+        table.add_row(c["name"], c["embed_model"], str(c["embed_dims"]), str(c["documents"]), str(c["chunks"]),
+                      c["created_at"].strftime("%Y-%m-%d %H:%M:%S"))
+    out.print(table)
+
+
+# -- database ------------------------------------------------------------------------------------------
+
+
+@main.group()
+def db() -> None:
+    """The embedded PostgreSQL server under RAGD_HOME."""
+
+
+@db.command("start")
+@handle_errors
+def db_start() -> None:
+    """Start the embedded server (it keeps running until `ragd db stop`)."""
+    settings = Settings()
+    url = embedded.start(settings.pgdata)
+    out.print(f"running: {url}")
+
+
+@db.command("stop")
+@handle_errors
+def db_stop() -> None:
+    """Stop the embedded server."""
+    stopped = embedded.stop(Settings().pgdata)
+    out.print("stopped" if stopped else "not running")
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def db_status(as_json: bool) -> None:
+    """Whether the embedded server runs (exit 0) or not (exit 1)."""
+    settings = Settings()
+    st = embedded.status(settings.pgdata)
+    if as_json:
+        emit_json({"running": st.running, "pgdata": st.pgdata, "pid": st.pid, "external": bool(settings.database_url)})
+    elif settings.database_url:
+        out.print("RAGD_DATABASE_URL is set: ragd uses that server, not the embedded one")
+    else:
+        out.print(f"{'running' if st.running else 'stopped'}: {st.pgdata}" + (f" (pid {st.pid})" if st.pid else ""))
+    if not st.running:
+        sys.exit(1)
+
+
+@db.command("url")
+@handle_errors
+def db_url() -> None:
+    """Print the database URL ragd uses (starts the embedded server if needed)."""
+    settings = Settings()
+    click.echo(settings.database_url or embedded.start(settings.pgdata))
+
+
+@main.command()
+@handle_errors
+def migrate() -> None:
+    """Apply pending schema migrations."""
+    store = Store.open(Settings(), migrate=False)
+    try:
+        applied = store.migrate()
+        out.print(f"schema version {store.schema_version()}" + (f" (applied {applied})" if applied else " (up to date)"))
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

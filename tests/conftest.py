@@ -1,0 +1,82 @@
+"""The real embedded PostgreSQL, started once per test session in a temporary RAGD_HOME.
+
+Set RAGD_TEST_DSN to run the suite against another PostgreSQL server with pgvector instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import ragd
+from ragd.config import Settings
+from ragd.store import embedded
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def ragd_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("ragd-home")
+    yield home
+    embedded.stop(home / "pgdata")
+
+
+@pytest.fixture(scope="session")
+def base_url(ragd_home: Path) -> str:
+    return os.environ.get("RAGD_TEST_DSN") or embedded.start(ragd_home / "pgdata")
+
+
+@pytest.fixture(scope="session")
+def settings(ragd_home: Path, base_url: str) -> Settings:
+    return Settings(home=ragd_home, database_url=base_url, embedder="hash")
+
+
+@pytest.fixture(scope="session")
+def client(settings: Settings) -> Iterator[ragd.Ragd]:
+    rag = ragd.connect(settings=settings)
+    yield rag
+    rag.close()
+
+
+@pytest.fixture
+def name() -> str:
+    """A collection name of its own for each test."""
+    return "t" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def fresh_database(base_url: str) -> Iterator[str]:
+    """An empty database on the same server, dropped afterwards."""
+    db = "ragd_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{db}"')
+    url = psycopg.conninfo.make_conninfo(base_url, dbname=db)
+    yield url
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+def run_cli(args: list[str], env_extra: dict[str, str], cwd: Path | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-m", "ragd.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd or REPO, timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(ragd_home: Path, base_url: str) -> dict[str, str]:
+    env = {"RAGD_HOME": str(ragd_home), "RAGD_EMBEDDER": "hash"}
+    if os.environ.get("RAGD_TEST_DSN"):
+        env["RAGD_DATABASE_URL"] = base_url
+    return env

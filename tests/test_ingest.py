@@ -1,0 +1,165 @@
+"""Ingestion against the real database: idempotence, versions, delete, dedupe, bad input, BM25 statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ragd
+
+
+def lexical_stats_consistent(client: ragd.Ragd, col: ragd.Collection) -> None:
+    """The maintained BM25 statistics equal a recount over the active chunks."""
+    with client.store.tenant(col.tenant) as conn:
+        stats = conn.execute("SELECT n_chunks, total_len FROM lexical_stats WHERE collection_id = %s",
+                             (col.collection_id,)).fetchone()
+        recount = conn.execute(
+            "SELECT count(DISTINCT p.chunk_id), COALESCE(sum(p.tf), 0) FROM lexical_postings p "
+            "JOIN chunks c USING (chunk_id) WHERE c.collection_id = %s AND c.is_active", (col.collection_id,)
+        ).fetchone()
+        inactive_postings = conn.execute(
+            "SELECT count(*) FROM lexical_postings p JOIN chunks c USING (chunk_id) "
+            "WHERE c.collection_id = %s AND NOT c.is_active", (col.collection_id,)).fetchone()[0]
+        df_mismatch = conn.execute(
+            "SELECT count(*) FROM lexical_terms t FULL JOIN (SELECT term, count(*) AS n FROM lexical_postings "
+            "WHERE collection_id = %(c)s GROUP BY term) p ON p.term = t.term AND t.collection_id = %(c)s "
+            "WHERE (t.collection_id = %(c)s OR t.collection_id IS NULL) AND t.df IS DISTINCT FROM p.n",
+            {"c": col.collection_id}).fetchone()[0]
+    assert tuple(stats) == tuple(recount)
+    assert inactive_postings == 0
+    assert df_mismatch == 0
+
+
+def ids_and_contents(col: ragd.Collection, query: str, **kw: Any) -> list[tuple[str, str]]:
+    return [(str(h.chunk_id), h.content) for h in col.search(query, **kw)]
+
+
+def test_reingest_unchanged_is_a_noop(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Title\n\nAlpha beta gamma.\n\n## Part\n\nDelta epsilon.\n")
+    (tmp_path / "b.txt").write_text("Zeta eta theta.\n")
+    col = client.collection(name)
+    first = col.ingest([tmp_path])
+    assert first.count("ingested") == 2 and not first.failed
+    before = ids_and_contents(col, "alpha delta zeta", k=10)
+    second = col.ingest([tmp_path])
+    assert second.count("unchanged") == 2 and second.count("ingested") == 0
+    assert ids_and_contents(col, "alpha delta zeta", k=10) == before
+    with client.store.tenant(col.tenant) as conn:
+        versions = conn.execute("SELECT count(*) FROM document_versions v JOIN documents d USING (doc_id) "
+                                "WHERE d.collection_id = %s", (col.collection_id,)).fetchone()[0]
+        runs = conn.execute("SELECT status FROM ingestion_runs WHERE collection_id = %s",
+                            (col.collection_id,)).fetchall()
+    assert versions == 2
+    assert [r[0] for r in runs] == ["succeeded", "succeeded"]
+    lexical_stats_consistent(client, col)
+
+
+def test_new_version_hides_the_old_one(client: ragd.Ragd, name: str) -> None:
+    col = client.collection(name)
+    col.ingest(documents=[{"id": "policy", "text": "Travel budget is 100 euros per night."},
+                          {"id": "other", "text": "Unrelated cafeteria menu."}])
+    report = col.ingest(documents=[{"id": "policy", "text": "Travel budget is 150 euros per night."}])
+    assert report.count("ingested") == 1
+    contents = [h.content for h in col.search("travel budget euros night", k=10)]
+    assert any("150 euros" in c for c in contents)
+    assert not any("100 euros" in c for c in contents)
+    lexical_only = [h.content for h in col.search("100", k=10, fusion="lexical")]
+    assert not any("100 euros" in c for c in lexical_only)
+    doc = col.document("policy")
+    assert [(v["version_label"], v["is_active"]) for v in doc["versions"]] == [("v1", False), ("v2", True)]
+    # going back to the first content re-activates the stored version without embedding again
+    back = col.ingest(documents=[{"id": "policy", "text": "Travel budget is 100 euros per night."}])
+    assert back.count("updated") == 1
+    assert any("100 euros" in h.content for h in col.search("travel budget", k=5))
+    lexical_stats_consistent(client, col)
+
+
+def test_delete_removes_from_retrieval_at_once(client: ragd.Ragd, name: str) -> None:
+    col = client.collection(name)
+    col.ingest(documents=[{"id": "keep", "text": "Quarterly revenue grew strongly."},
+                          {"id": "gone", "text": "Quarterly revenue target was missed in Spain."}])
+    assert {h.external_id for h in col.search("quarterly revenue", k=5)} == {"keep", "gone"}
+    col.delete("gone")
+    assert {h.external_id for h in col.search("quarterly revenue spain", k=5)} == {"keep"}
+    assert [d["external_id"] for d in col.documents()] == ["keep"]
+    lexical_stats_consistent(client, col)
+
+
+def test_labels_change_updates_tags_without_new_version(client: ragd.Ragd, name: str) -> None:
+    col = client.collection(name)
+    col.ingest(documents=[{"id": "x", "text": "Badge access after seven.", "tags": ["a"]}])
+    report = col.ingest(documents=[{"id": "x", "text": "Badge access after seven.", "tags": ["b"]}])
+    assert report.count("updated") == 1
+    assert [h.tags for h in col.search("badge", k=1, filters={"tags_any": ["b"]})] == [("b",)]
+    assert col.search("badge", k=1, filters={"tags_any": ["a"]}) == []
+    assert len(col.document("x")["versions"]) == 1
+
+
+def test_exact_duplicate_under_another_id_is_recorded(client: ragd.Ragd, name: str) -> None:
+    col = client.collection(name)
+    report = col.ingest(documents=[{"id": "one", "text": "Same words here."},
+                                   {"id": "two", "text": "Same words here."}])
+    statuses = {i.external_id: (i.status, i.reason) for i in report.items}
+    assert statuses["one"][0] == "ingested"
+    assert statuses["two"] == ("duplicate", "same content as one")
+    kept = col.ingest(documents=[{"id": "three", "text": "Same words here."}], duplicates="keep")
+    assert kept.count("ingested") == 1
+
+
+def test_bad_inputs_fail_alone_and_keep_stored_data(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    col = client.collection(name)
+    col.ingest(documents=[{"id": "safe", "text": "Existing knowledge about compliance audits."}])
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blank.md").write_text("   \n\n  ")
+    (tmp_path / "garbage.bin").write_bytes(bytes(range(256)) * 40)
+    (tmp_path / "fake.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00" * 100)
+    (tmp_path / "good.md").write_text("# Good\n\nCompliance audits happen yearly.\n")
+    (tmp_path / "records.jsonl").write_text(
+        '{"_id": "r1", "text": "Audit record one."}\n{not json}\n{"_id": "r3"}\n{"text": "no id"}\n')
+    report = col.ingest([tmp_path, tmp_path / "missing.txt"])
+    by_uri = {(i.external_id or i.source_uri): i for i in report.items}
+    failed = {Path(i.source_uri.split("#")[0]).name: (i.error_code, i.reason) for i in report.failed}
+    assert failed["empty.txt"][1].endswith("is empty")
+    assert failed["blank.md"][1].endswith("is empty")
+    assert failed["garbage.bin"][0] == "unsupported_format" and "binary" in failed["garbage.bin"][1]
+    assert failed["fake.pdf"][0] == "unsupported_format" and "PDF" in failed["fake.pdf"][1]
+    assert "missing.txt" in failed and "no such file" in failed["missing.txt"][1]
+    reasons = " | ".join(i.reason or "" for i in report.failed)
+    assert "line 2 is not valid JSON" in reasons
+    assert "line 3 (id r3): empty text" in reasons
+    assert "line 4: no id field" in reasons
+    assert by_uri["r1"].status == "ingested"
+    assert report.count("ingested") == 2  # good.md and r1
+    assert report.status == "succeeded"
+    assert {h.external_id for h in col.search("compliance audits", k=10)} >= {"safe"}
+    run = col.run(str(report.run_id))
+    assert len(run["items"]) == len(report.items)
+    assert [i["item_index"] for i in run["items"]] == list(range(len(report.items)))
+
+
+def test_beir_corpus_format_ingests_as_is(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        '{"_id": "4983", "title": "Microstructural development of human brain", "text": "Alterations of the '
+        'architecture of cerebral white matter in the developing human brain can affect cortical development.", '
+        '"metadata": {}}\n'
+        '{"_id": "5836", "title": "Induction of myelodysplasia", "text": "Myelodysplastic syndromes (MDS) are '
+        'age-dependent stem cell malignancies.", "metadata": {}}\n')
+    col = client.collection(name)
+    report = col.ingest([corpus])
+    assert report.count("ingested") == 2
+    top = col.search("white matter brain development", k=1)[0]
+    assert top.external_id == "4983"
+    assert top.heading_path == ("Microstructural development of human brain",)
+    assert top.title == "Microstructural development of human brain"
+
+
+def test_index_and_chunk_blocks_compose(client: ragd.Ragd, name: str) -> None:
+    chunks = ragd.chunk("First paragraph about solar panels.\n\nSecond paragraph about wind.", doc_id="energy")
+    assert [c.chunk_index for c in chunks] == [0]
+    col = client.collection(name)
+    counts = ragd.index(chunks, col)
+    assert counts["counts"]["ingested"] == 1
+    again = ragd.index(chunks, col)
+    assert again["counts"]["unchanged"] == 1
+    assert col.search("solar", k=1)[0].external_id == "energy"

@@ -1,0 +1,54 @@
+"""Migrations from an empty database; schema constraints; RLS on every tenant-scoped table."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from ragd.config import Settings
+from ragd.store import Store
+from ragd.store.postgres import migrations
+
+TENANT_TABLES = {
+    "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
+    "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
+}
+
+
+def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, settings: Settings) -> None:
+    store = Store(fresh_database, settings=settings, migrate=False)
+    try:
+        assert store.migrate() == [v for v, _, _ in migrations()]
+        assert store.schema_version() == max(v for v, _, _ in migrations())
+        assert store.migrate() == []  # second run: nothing to do
+        with psycopg.connect(fresh_database) as conn:
+            rls = dict(conn.execute(
+                "SELECT relname, relrowsecurity FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
+            ).fetchall())
+            policies = {r[0] for r in conn.execute("SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")}
+            ext = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        assert {t for t in TENANT_TABLES if rls.get(t)} == TENANT_TABLES
+        assert policies == TENANT_TABLES
+        assert ext is not None
+    finally:
+        store.close()
+
+
+def test_one_active_version_per_document_is_enforced(client, name) -> None:  # type: ignore[no-untyped-def]
+    col = client.collection(name)
+    col.ingest(documents=[{"id": "a", "text": "first text"}])
+    col.ingest(documents=[{"id": "a", "text": "second text"}])
+    with client.store.tenant(col.tenant) as conn:
+        doc_id = conn.execute("SELECT doc_id FROM documents WHERE external_id = 'a' AND collection_id = %s",
+                              (col.collection_id,)).fetchone()[0]
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute("UPDATE document_versions SET is_active = true WHERE doc_id = %s", (doc_id,))
+
+
+def test_collection_pins_model_and_dims(client, name) -> None:  # type: ignore[no-untyped-def]
+    col = client.collection(name)
+    assert (col.embed_model, col.dims) == ("hash-v1-384", 384)
+    with client.store.admin() as conn:
+        index = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'chunk_embeddings_hnsw_%%' "
+                             "AND indexdef LIKE %s", (f"%{col.collection_id}%",)).fetchone()
+    assert index is not None and "hnsw" in index[0] and "vector(384)" in index[0] and "vector_cosine_ops" in index[0]
