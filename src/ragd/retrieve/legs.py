@@ -84,15 +84,16 @@ def vector_leg(
     else an iterative index scan, falling back to exact if it still returned fewer rows than exist.
     """
     base = {"collection_id": collection_id, "embed_model": embed_model, "qvec": qvec}
+    overfetch = limit + 10  # room for the canonical tie-break at the cut-off
     matching: int | None = None
     exact = force_exact
     if not exact and not filters.empty:
         count_sql = queries.count_filtered_sql(filters)
         _, fparams = queries.filter_clause(filters)
-        row = conn.execute(count_sql, {**base, **fparams, "cap": exact_threshold + 1}).fetchone()
+        cap = max(exact_threshold, overfetch) + 1
+        row = conn.execute(count_sql, {**base, **fparams, "cap": cap}).fetchone()
         matching = int(row[0]) if row else 0
         exact = matching <= exact_threshold
-    overfetch = limit + 10  # room for the canonical tie-break at the cut-off
     if not exact:
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, overfetch))))
         if not filters.empty:

@@ -1,0 +1,150 @@
+"""Retrieval against the real database: the HNSW index is used, filters keep k rows, fusion is exact."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import numpy as np
+import pytest
+
+import ragd
+from ragd.config import Settings
+from ragd.errors import InvalidRequest
+from ragd.retrieve.legs import vector_sql
+from ragd.types import Candidate, Filters
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def corpus(n: int, rare_every: int = 0) -> list[dict[str, object]]:
+    rng = random.Random(20261122)
+    vocab = WORDS + [f"{a}{b}" for a in WORDS[:20] for b in WORDS[:20]]
+    docs = []
+    for i in range(n):
+        words = [rng.choice(vocab) for _ in range(14)]
+        tags = ["common"] + (["rare"] if rare_every and i % rare_every == 0 else [])
+        docs.append({"id": f"d{i:04d}", "text": "record " + " ".join(words) + f" item{i}.", "tags": tags,
+                     "metadata": {"group": i % 5, "rare": bool(rare_every and i % rare_every == 0)}})
+    return docs
+
+
+@pytest.fixture(scope="module")
+def big(client: ragd.Ragd) -> ragd.Collection:
+    col = client.collection("retrieve" + uuid.uuid4().hex[:8])
+    report = col.ingest(documents=corpus(1200, rare_every=100))
+    assert report.count("ingested") == 1200
+    return col
+
+
+def test_vector_leg_uses_the_hnsw_index(client: ragd.Ragd, big: ragd.Collection) -> None:
+    query, params = vector_sql(big.collection_id, big.embed_model, big.dims, Filters(), exact=False)
+    qvec = big.embedder.embed_query("alpha bravo")
+    with client.store.tenant(big.tenant) as conn:
+        conn.execute("ANALYZE chunk_embeddings")
+        plan = "\n".join(r[0] for r in conn.execute(
+            b"EXPLAIN " + query.as_bytes(conn), {**params, "qvec": qvec, "limit": 50}))
+    assert "chunk_embeddings_hnsw_" in plan, plan
+    assert "Index Scan" in plan
+
+
+@pytest.mark.parametrize("exact_threshold", [5000, 0])
+def test_rare_filter_still_returns_k_rows(settings: Settings, big: ragd.Collection, exact_threshold: int) -> None:
+    client = ragd.connect(settings=settings.model_copy(update={"exact_scan_threshold": exact_threshold}))
+    try:
+        col = client.collection(big.name)
+        for fusion in ("vector", "lexical", "rrf"):
+            hits = col.search("record alpha bravo charlie", k=10, filters={"tags_any": ["rare"]}, fusion=fusion)
+            assert len(hits) == 10, (fusion, exact_threshold)
+            assert all("rare" in h.tags for h in hits)
+        hits = col.search("alpha", k=12, filters={"tags_all": ["common", "rare"]}, fusion="vector")
+        assert len(hits) == 12
+        meta = col.search("alpha", k=5, filters={"metadata": {"group": 3}}, fusion="vector")
+        assert len(meta) == 5 and all(h.metadata["group"] == 3 for h in meta)
+        by_doc = col.search("alpha", k=5, filters={"doc_ids": [str(meta[0].doc_id)]})
+        assert {h.doc_id for h in by_doc} == {meta[0].doc_id}
+        assert col.search("alpha", k=5, filters={"tags_any": ["nonexistent"]}) == []
+    finally:
+        client.close()
+
+
+def test_hnsw_recall_against_exact_search(big: ragd.Collection) -> None:
+    found = total = 0
+    for query in ("kilo lima mike", "zulu item900", "alpha bravo", "echo golf hotel", "sierra tango"):
+        approx = {h.chunk_id for h in big.search(query, k=10, fusion="vector")}
+        exact = {h.chunk_id for h in big.search(query, k=10, fusion="vector", exact=True)}
+        found, total = found + len(approx & exact), total + len(exact)
+    assert found / total >= 0.9
+
+
+def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
+    hits = big.search("item42", k=5)
+    assert hits[0].external_id == "d0042"
+    assert hits[0].lexical_rank == 1 and hits[0].vector_rank is not None
+    assert hits[0].fused_score == pytest.approx(1 / 61 + 1 / (60 + hits[0].vector_rank))
+    weighted = big.search("item42", k=5, fusion="weighted", keyword_weight=0.7, semantic_weight=0.3)
+    assert weighted[0].external_id == "d0042"
+    assert all(0 <= h.score <= 1.0 + 1e-9 for h in weighted)
+
+
+def test_bad_search_requests_are_refused(big: ragd.Collection) -> None:
+    with pytest.raises(InvalidRequest, match="query is empty"):
+        big.search("   ")
+    with pytest.raises(InvalidRequest, match="k must be"):
+        big.search("alpha", k=0)
+    with pytest.raises(InvalidRequest, match="unknown filter"):
+        big.search("alpha", filters={"color": "red"})
+    with pytest.raises(InvalidRequest, match="unknown fusion"):
+        big.search("alpha", fusion="magic")
+
+
+def cand(doc: str, idx: int, score: float, leg: str) -> Candidate:
+    return Candidate(chunk_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{doc}/{idx}"), doc_id=uuid.UUID(doc),
+                     doc_version_id=uuid.UUID(doc), chunk_index=idx, content=f"{doc}{idx}", score=score,
+                     **{f"{leg}_score": score})
+
+
+D1 = "00000000-0000-0000-0000-000000000001"
+D2 = "00000000-0000-0000-0000-000000000002"
+
+
+def test_rrf_matches_hand_computation() -> None:
+    vec = [cand(D1, 0, 0.9, "vector"), cand(D2, 0, 0.8, "vector"), cand(D1, 1, 0.1, "vector")]
+    lex = [cand(D2, 0, 7.0, "lexical"), cand(D1, 1, 3.0, "lexical")]
+    fused = ragd.fuse([vec, lex], "rrf", {"k": 60})
+    scores = {(str(c.doc_id), c.chunk_index): c.score for c in fused}
+    assert scores[(D2, 0)] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores[(D1, 1)] == pytest.approx(1 / 63 + 1 / 62)
+    assert scores[(D1, 0)] == pytest.approx(1 / 61)
+    assert [(str(c.doc_id), c.chunk_index) for c in fused] == [(D2, 0), (D1, 1), (D1, 0)]
+    assert fused[0].vector_score == 0.8 and fused[0].lexical_score == 7.0
+
+
+def test_weighted_fusion_normalises_each_leg() -> None:
+    vec = [cand(D1, 0, 0.9, "vector"), cand(D2, 0, 0.5, "vector")]
+    lex = [cand(D2, 0, 10.0, "lexical"), cand(D1, 0, 5.0, "lexical"), cand(D1, 1, 0.0, "lexical")]
+    fused = ragd.fuse([vec, lex], "weighted", {"keyword_weight": 0.25, "semantic_weight": 0.75})
+    scores = {(str(c.doc_id), c.chunk_index): c.score for c in fused}
+    assert scores[(D1, 0)] == pytest.approx(0.75 * 1.0 + 0.25 * 0.5)
+    assert scores[(D2, 0)] == pytest.approx(0.75 * 0.0 + 0.25 * 1.0)
+    assert scores[(D1, 1)] == pytest.approx(0.0)
+
+
+def test_ties_break_by_doc_id_then_chunk_index() -> None:
+    tied = [cand(D2, 0, 0.5, "vector"), cand(D1, 3, 0.5, "vector"), cand(D1, 1, 0.5, "vector")]
+    fused = ragd.fuse([tied], "weighted")
+    assert [(str(c.doc_id), c.chunk_index) for c in fused] == [(D1, 1), (D1, 3), (D2, 0)]
+
+
+def test_compress_keeps_query_sentences() -> None:
+    c = cand(D1, 0, 1.0, "vector")
+    c = Candidate(**{**c.__dict__, "content": "Intro line. Parental leave is 14 weeks. Unrelated. Other. Last."})
+    out = ragd.compress("parental leave", [c], None)
+    assert out[0]["text"] == "Intro line. Parental leave is 14 weeks. Unrelated."
+    assert ragd.rerank("q", [c]) == [c]
+
+
+def test_query_vector_is_normalised(big: ragd.Collection) -> None:
+    v = big.embedder.embed_query("alpha")
+    assert v.shape == (big.dims,) and abs(float(np.linalg.norm(v)) - 1) < 1e-5
