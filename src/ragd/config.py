@@ -20,7 +20,9 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     embed_timeout_s: float = 30.0
     embed_max_retries: int = 4
-    onnx_batch_size: int = 16
+    # 1 measured fastest here (41 docs/s vs 24 at 16) and makes each vector independent of its
+    # batch neighbours: the int8 model quantises activations with one scale per batch.
+    onnx_batch_size: int = 1
     onnx_threads: int = 0  # 0: one per core
     hnsw_ef_search: int = 100
     exact_scan_threshold: int = 5000

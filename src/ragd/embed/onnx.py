@@ -1,7 +1,9 @@
 """bge-small-en (384 dims, int8 ONNX) with onnxruntime + tokenizers: CLS pooling, L2-normalised.
 
-Texts are embedded in length-sorted micro-batches (8-16: larger batches cost gigabytes here), and the
-results are put back in input order.
+Texts are embedded in length-sorted micro-batches (at most 16: larger ones cost gigabytes here) and put
+back in input order. The default batch is 1: on 2 CPU cores it was the fastest (41 docs/s against 24 at
+16), and the int8 model's dynamic activation quantisation shares one scale per batch, so only a batch of
+one gives every text the same vector whatever it is embedded with.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class OnnxEmbedder:
         self,
         model_dir: Path | None = None,
         *,
-        batch_size: int = 16,
+        batch_size: int = 1,
         threads: int = 0,
         query_instruction: str = QUERY_INSTRUCTION,
     ):

@@ -30,6 +30,7 @@ class _Unit:
     tokens: int
     kind: str
     pages: tuple[int, ...] = ()
+    block: int = 0  # units cut from one block join with a space, blocks with a blank line
 
 
 @dataclass
@@ -66,7 +67,9 @@ class _Builder:
         kind: ChunkType = "paragraph"
         if len(kinds) == 1 and next(iter(kinds)) in ("list", "code"):
             kind = "list" if "list" in kinds else "code"
-        text = "\n\n".join(u.text for u in self.buffer)
+        text = self.buffer[0].text
+        for prev, unit in zip(self.buffer, self.buffer[1:]):
+            text += (" " if unit.block == prev.block and unit.kind == "paragraph" else "\n\n") + unit.text
         pages = sorted({p for u in self.buffer for p in u.pages})
         self.emit(text, kind, self.counter.count(text), {"pages": pages} if pages else {})
         self.buffer = []
@@ -94,11 +97,11 @@ def _hard_split(text: str, budget: int, counter: Counter) -> list[str]:
     return [p for p in pieces if p]
 
 
-def _units(block: Block, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
+def _units(block: Block, number: int, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
     pages = (block.page,) if block.page is not None else ()
     tokens = counter.count(block.text)
     if tokens <= policy.max_tokens or block.type == "code" and tokens <= policy.hard_cap_tokens:
-        return [_Unit(block.text, tokens, block.type, pages)]
+        return [_Unit(block.text, tokens, block.type, pages, number)]
     if block.type == "list":
         parts = [line for line in block.text.split("\n") if line.strip()]
     else:
@@ -106,10 +109,10 @@ def _units(block: Block, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
     out = []
     for part, n in zip(parts, counter.count_many(parts)):
         if n <= policy.max_tokens:
-            out.append(_Unit(part, n, block.type, pages))
+            out.append(_Unit(part, n, block.type, pages, number))
         else:
             for piece in _hard_split(part, policy.target_tokens, counter):
-                out.append(_Unit(piece, counter.count(piece), block.type, pages))
+                out.append(_Unit(piece, counter.count(piece), block.type, pages, number))
     return out
 
 
@@ -171,7 +174,7 @@ def chunk_blocks(
     builder = _Builder(policy=policy, counter=counter, doc_id=doc_id)
     levels: list[tuple[int, str]] = []
     pending_heading: Block | None = None
-    for block in blocks:
+    for number, block in enumerate(blocks):
         if block.type == "heading":
             builder.flush()
             level = max(1, block.level)
@@ -184,7 +187,7 @@ def chunk_blocks(
             builder.flush()
             _table(builder, block)
             continue
-        for unit in _units(block, policy, counter):
+        for unit in _units(block, number, policy, counter):
             builder.add(unit)
     builder.flush()
     if not builder.chunks and pending_heading is not None:

@@ -1,0 +1,128 @@
+"""Embedders: the conformance every implementation passes, plus each one's own behaviour."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ragd.embed import HashingEmbedder, OnnxEmbedder, OpenAIEmbedder
+from ragd.embed.base import Embedder
+from ragd.errors import ProviderError
+
+TEXTS = ["Parental leave in Germany lasts fourteen weeks.", "The cafeteria opens at noon.",
+         "Elternzeit can be taken for up to three years.", "", "x " * 600]
+
+
+def conformance(embedder: Embedder) -> None:
+    vectors = embedder.embed_documents(TEXTS)
+    assert vectors.shape == (len(TEXTS), embedder.dims) and vectors.dtype == np.float32
+    norms = np.linalg.norm(vectors[:3], axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-5)
+    # order preserved: each vector equals the one computed alone
+    for text, vec in zip(TEXTS[:3], vectors[:3]):
+        assert np.allclose(embedder.embed_documents([text])[0], vec, atol=1e-4)
+    assert embedder.embed_documents([]).shape[0] == 0
+    assert embedder.embed_query("parental leave").shape == (embedder.dims,)
+
+
+def test_hashing_conformance_and_golden_values() -> None:
+    emb = HashingEmbedder(64)
+    conformance(emb)
+    # NFC and case folding: composed and decomposed accents, upper and lower case, embed identically
+    assert np.array_equal(emb.embed_documents(["Déjà vu, DÉJÀ VU!"])[0],
+                          emb.embed_documents(["de\u0301ja\u0300 vu de\u0301ja\u0300 vu"])[0])
+    # pinned golden vector: stored vectors must never change between versions or platforms
+    golden = HashingEmbedder(16).embed_documents(["alpha beta alpha"])[0]
+    assert np.round(golden, 4).tolist() == pytest.approx(GOLDEN_HASH_16, abs=1e-4)
+
+
+GOLDEN_HASH_16 = [0, 0, 0, 0, 0, 0.1796, 0, 0, -0.1796, 0.9672, 0, 0, 0, 0, 0, 0]
+
+
+@pytest.mark.model
+def test_onnx_bge_small_conformance_and_relevance() -> None:
+    emb = OnnxEmbedder()
+    conformance(emb)
+    # micro-batches give the same order and nearly the same vectors (int8 activations share a scale)
+    batched = OnnxEmbedder(batch_size=8).embed_documents(TEXTS)
+    assert np.all(np.sum(batched * emb.embed_documents(TEXTS), axis=1) > 0.99)
+    q = emb.embed_query("how long is parental leave in germany")
+    docs = emb.embed_documents(TEXTS[:3])
+    scores = docs @ q
+    assert scores[0] > scores[1] and scores[2] > scores[1]
+
+
+class _FakeOpenAI(BaseHTTPRequestHandler):
+    calls: list[dict[str, Any]] = []
+    fail_first = 0
+    status_after = 200
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        cls.calls.append({"path": self.path, "n": len(body["input"]), "auth": self.headers.get("Authorization")})
+        if cls.fail_first > 0:
+            cls.fail_first -= 1
+            self.send_response(503)
+            self.end_headers()
+            self.wfile.write(b"overloaded")
+            return
+        if cls.status_after != 200:
+            self.send_response(cls.status_after)
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "invalid api key"}}')
+            return
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, float(i)]} for i, t in enumerate(body["input"])]
+        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[str]:
+    _FakeOpenAI.calls, _FakeOpenAI.fail_first, _FakeOpenAI.status_after = [], 0, 200
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_openai_batches_orders_and_retries(openai_server: str) -> None:
+    emb = OpenAIEmbedder("text-embedding-3-small", base_url=openai_server, api_key="sk-test", backoff_s=0.01)
+    texts = [f"text number {i}" for i in range(300)]
+    _FakeOpenAI.fail_first = 2
+    vectors = emb.embed_documents(texts)
+    assert vectors.shape == (300, 3) and emb.dims == 3
+    assert [c["n"] for c in _FakeOpenAI.calls] == [256, 256, 256, 44]  # two 503s retried, then 256 + 44
+    assert all(c["path"] == "/v1/embeddings" and c["auth"] == "Bearer sk-test" for c in _FakeOpenAI.calls)
+    expected = np.array([[len(t), 1.0, i % 256] for i, t in enumerate(texts)], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(vectors, expected, atol=1e-6)  # order restored from the response's index field
+    assert emb.name == "openai:text-embedding-3-small"
+
+
+def test_openai_errors_are_specific(openai_server: str) -> None:
+    _FakeOpenAI.status_after = 401
+    emb = OpenAIEmbedder("m", base_url=openai_server, backoff_s=0.01)
+    with pytest.raises(ProviderError, match="refused the request: HTTP 401"):
+        emb.embed_documents(["a"])
+    _FakeOpenAI.status_after, _FakeOpenAI.fail_first = 200, 10
+    emb = OpenAIEmbedder("m", base_url=openai_server, max_retries=2, backoff_s=0.01)
+    with pytest.raises(ProviderError, match="failed after 3 attempts: HTTP 503"):
+        emb.embed_documents(["a"])
+    dead = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", max_retries=1, backoff_s=0.01, timeout_s=1)
+    with pytest.raises(ProviderError, match="ConnectError"):
+        dead.embed_documents(["a"])
