@@ -50,7 +50,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except RagdError as exc:
-            err.print(f"[bold red]error[/] ({exc.code}): {exc}", markup=True, highlight=False)
+            click.echo(f"error ({exc.code}): {exc}", err=True)
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]

@@ -1,0 +1,109 @@
+"""The `ragd` command line, run as a real subprocess against the session's embedded server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLES, run_cli
+
+
+def ok(result):  # type: ignore[no-untyped-def]
+    assert result.returncode == 0, result.stderr + result.stdout
+    return result
+
+
+def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_path: Path) -> None:
+    report = json.loads(ok(run_cli(["ingest", str(SAMPLES), "-c", name, "--tags", "demo,hr", "--json"],
+                                   cli_env)).stdout)
+    assert report["counts"]["ingested"] == 7 and report["counts"]["failed"] == 0
+    out = json.loads(ok(run_cli(["search", "per diem London", "-c", name, "--k", "3", "--json"], cli_env)).stdout)
+    results = out["results"]
+    assert len(results) == 3
+    assert set(results[0]) >= {"chunk_id", "doc_id", "chunk_index", "score", "content"}
+    assert "London" in results[0]["content"] and results[0]["chunk_type"] == "table"
+    filtered = json.loads(ok(run_cli(["search", "leave", "-c", name, "--filter", "tag=hr", "--filter",
+                                      "meta.topic=leave", "--json"], cli_env)).stdout)["results"]
+    assert [r["external_id"] for r in filtered] == ["faq-003"]
+    human = ok(run_cli(["search", "lost laptop", "-c", name, "-k", "2"], cli_env)).stdout
+    assert "security.txt" in human and "results in" in human
+    again = ok(run_cli(["ingest", str(SAMPLES), "-c", name, "--tags", "demo,hr"], cli_env)).stdout
+    assert "unchanged" in again
+    listing = json.loads(ok(run_cli(["documents", "list", "-c", name, "--json"], cli_env)).stdout)["documents"]
+    assert len(listing) == 7
+    shown = json.loads(ok(run_cli(["documents", "show", "faq-001", "-c", name, "--json"], cli_env)).stdout)
+    assert shown["title"] == "Remote work" and shown["versions"][0]["is_active"] is True
+    ok(run_cli(["documents", "delete", "faq-001", "-c", name], cli_env))
+    gone = run_cli(["documents", "show", "faq-001", "-c", name], cli_env)
+    assert gone.returncode == 4 and "no document 'faq-001'" in gone.stderr
+    runs = json.loads(ok(run_cli(["runs", "list", "-c", name, "--json"], cli_env)).stdout)["runs"]
+    assert runs[0]["collection"] == name and runs[0]["status"] == "succeeded"
+    run = json.loads(ok(run_cli(["runs", "show", str(runs[-1]["run_id"])[:8], "-c", name, "--json"],
+                                cli_env)).stdout)
+    assert len(run["items"]) == 7
+    cols = json.loads(ok(run_cli(["collections", "list", "--json"], cli_env)).stdout)["collections"]
+    assert any(c["name"] == name and c["embed_model"] == "hash-v1-384" for c in cols)
+
+
+def test_bad_input_exit_codes_and_messages(cli_env: dict[str, str], name: str, tmp_path: Path) -> None:
+    unknown = run_cli(["search", "anything", "-c", "no-such-collection"], cli_env)
+    assert unknown.returncode == 4 and "collection 'no-such-collection' does not exist" in unknown.stderr
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "junk.dat").write_bytes(b"\x00\x01\x02binary\xff" * 50)
+    (tmp_path / "fine.txt").write_text("Fine content about pumps.")
+    mixed = run_cli(["ingest", str(tmp_path), "-c", name], cli_env)
+    assert mixed.returncode == 1
+    assert "empty.txt is empty" in mixed.stdout and "binary content" in mixed.stdout
+    assert json.loads(ok(run_cli(["search", "pumps", "-c", name, "--json"], cli_env)).stdout)["results"]
+    wrong_dims = run_cli(["ingest", str(tmp_path / "fine.txt"), "-c", name, "--embedder", "hash:256"], cli_env)
+    assert wrong_dims.returncode == 2 and "pinned to embedding model hash-v1-384 (384 dims)" in wrong_dims.stderr
+    bad_k = run_cli(["search", "pumps", "-c", name, "--k", "0"], cli_env)
+    assert bad_k.returncode == 2
+    bad_filter = run_cli(["search", "pumps", "-c", name, "--filter", "color=red"], cli_env)
+    assert bad_filter.returncode == 2 and "unknown key 'color'" in bad_filter.stderr
+    down = run_cli(["search", "pumps", "-c", name],
+                   {**cli_env, "RAGD_DATABASE_URL": "postgresql://ragd@127.0.0.1:1/ragd?connect_timeout=2"})
+    assert down.returncode == 3 and "cannot connect to PostgreSQL" in down.stderr
+    # nothing stored was damaged by any of it
+    assert json.loads(ok(run_cli(["search", "pumps", "-c", name, "--json"], cli_env)).stdout)["results"]
+
+
+def test_db_commands_and_migrate(cli_env: dict[str, str]) -> None:
+    status = json.loads(ok(run_cli(["db", "status", "--json"], cli_env)).stdout)
+    assert status["running"] is True or status["external"] is True
+    url = ok(run_cli(["db", "url"], cli_env)).stdout.strip()
+    assert url.startswith("postgresql://")
+    assert "schema version 1" in ok(run_cli(["migrate"], cli_env)).stdout
+
+
+def test_db_start_stop_on_its_own_home(tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path / "home")}
+    assert run_cli(["db", "status"], env).returncode == 1
+    assert "running" in ok(run_cli(["db", "start"], env)).stdout
+    try:
+        assert ok(run_cli(["db", "status"], env)).stdout.startswith("running")
+        assert "schema version 1" in ok(run_cli(["migrate"], env)).stdout
+    finally:
+        assert "stopped" in ok(run_cli(["db", "stop"], env)).stdout
+    assert run_cli(["db", "status"], env).returncode == 1
+
+
+@pytest.mark.model
+def test_end_to_end_with_the_real_onnx_model(tmp_path: Path) -> None:
+    """The default path: embedded server + bge-small-en, ingesting the bundled samples."""
+    env = {"RAGD_HOME": str(tmp_path / "home")}
+    try:
+        report = json.loads(ok(run_cli(["ingest", str(SAMPLES), "-c", "demo", "--json"], env)).stdout)
+        assert report["counts"]["ingested"] == 7
+        out = json.loads(ok(run_cli(["search", "How long can parents take Elternzeit?", "-c", "demo", "--json"],
+                                    env)).stdout)["results"]
+        assert out[0]["heading_path"] == ["Parental Leave Policy", "Germany"]
+        vec = json.loads(ok(run_cli(["search", "What should I do if my laptop is stolen?", "-c", "demo",
+                                     "--fusion", "vector", "--json"], env)).stdout)["results"]
+        assert vec[0]["external_id"].endswith("security.txt")
+        cols = json.loads(ok(run_cli(["collections", "list", "--json"], env)).stdout)["collections"]
+        assert cols[0]["embed_model"] == "bge-small-en" and cols[0]["embed_dims"] == 384
+    finally:
+        run_cli(["db", "stop"], env)
