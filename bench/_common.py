@@ -1,0 +1,60 @@
+"""Shared helpers for the benchmarks: data paths, a private RAGD_HOME, percentiles, peak memory."""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import ragd
+from ragd.config import Settings
+from ragd.store import embedded
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SCIFACT = DATA / "beir" / "scifact"
+
+
+def scifact_docs(limit: int | None = None) -> list[dict[str, object]]:
+    docs = []
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            docs.append({"id": rec["_id"], "title": rec["title"], "text": rec["text"]})
+            if limit and len(docs) >= limit:
+                break
+    return docs
+
+
+def scifact_queries() -> list[str]:
+    with open(SCIFACT / "queries.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> str:
+    return f"p50 {pct(values, 50):7.2f} ms  p95 {pct(values, 95):7.2f} ms  mean {statistics.fmean(values):7.2f} ms"
+
+
+@contextmanager
+def private_ragd(embedder: str) -> Iterator[ragd.Ragd]:
+    """A throw-away embedded server, so benchmarks never touch a user's data."""
+    with tempfile.TemporaryDirectory(prefix="ragd-bench-") as home:
+        settings = Settings(home=Path(home), embedder=embedder)
+        client = ragd.connect(settings=settings)
+        try:
+            yield client
+        finally:
+            client.close()
+            embedded.stop(Path(home) / "pgdata")

@@ -1,0 +1,75 @@
+"""Search latency p50/p95 at 10k and 100k chunks, per leg and fused.
+
+    python bench/search_latency.py [--sizes 10000,100000] [--queries 200]
+
+Corpus: SciFact documents, copied with a seeded sentence shuffle per copy until the collection holds the
+target number of chunks (the hashing embedder keeps the build fast; vectors are 384-dimensional as with the
+default model). Queries: SciFact's. Each query runs once per plan after a warm-up; latency covers the whole
+`Collection.search` call (query embedding, SQL, hydration, fusion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import time
+
+from _common import peak_rss_mb, private_ragd, scifact_docs, scifact_queries, summary
+
+SPLIT = re.compile(r"(?<=[.!?])\s+")
+
+
+def synthetic(n_chunks: int) -> list[dict[str, object]]:
+    base = scifact_docs()
+    rng = random.Random(42)
+    docs: list[dict[str, object]] = []
+    copy = 0
+    while len(docs) < n_chunks:
+        for d in base:
+            sentences = SPLIT.split(str(d["text"]))
+            if copy:
+                rng.shuffle(sentences)
+            docs.append({"id": f"{d['id']}-{copy}", "title": d["title"], "text": " ".join(sentences),
+                         "tags": [f"copy{copy}"] + (["rare"] if len(docs) % 1000 == 0 else [])})
+            if len(docs) >= n_chunks:
+                break
+        copy += 1
+    return docs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    queries = scifact_queries()[: args.queries]
+    with private_ragd("hash") as client:
+        col = client.collection("latency")
+        have = 0
+        for size in [int(s) for s in args.sizes.split(",")]:
+            docs = synthetic(size)
+            t0 = time.perf_counter()
+            report = col.ingest(documents=docs[have:])
+            have = len(docs)
+            with client.store.admin() as conn:
+                conn.execute("ANALYZE")
+                chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
+                                      (col.collection_id,)).fetchone()[0]
+            print(f"\n== {chunks} chunks (built +{report.count('ingested')} docs in {time.perf_counter() - t0:.0f} s)")
+            for label, plan in [("vector (HNSW)", {"fusion": "vector"}), ("lexical (BM25)", {"fusion": "lexical"}),
+                                ("hybrid rrf", {"fusion": "rrf"}), ("hybrid weighted", {"fusion": "weighted"}),
+                                ("rrf + rare filter", {"fusion": "rrf", "filters": {"tags_any": ["rare"]}})]:
+                for q in queries[:5]:
+                    col.search(q, k=10, **plan)
+                times = []
+                for q in queries:
+                    t = time.perf_counter()
+                    col.search(q, k=10, **plan)
+                    times.append((time.perf_counter() - t) * 1000)
+                print(f"{label:<20} {summary(times)}  ({len(times)} queries)")
+    print(f"peak RSS (client) {peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
