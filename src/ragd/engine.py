@@ -7,14 +7,19 @@ import json
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from . import ids
 from .config import Settings
 from .embed import Embedder, default_token_counter, make_embedder
 from .embed.base import TokenCounter
-from .errors import CollectionNotFound, ConfigError, DimensionMismatch, DocumentNotFound, InvalidRequest, RunNotFound
+from .errors import (
+    CollectionNotFound,
+    DimensionMismatch,
+    DocumentNotFound,
+    InvalidRequest,
+    RunNotFound,
+)
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
@@ -122,8 +127,12 @@ class Ragd:
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
         with self.store.tenant(check_tenant(tenant or self.settings.tenant)) as conn:
             cur = conn.execute(queries.LIST_COLLECTIONS)
-            names = [d.name for d in cur.description or ()]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return rows_as_dicts(cur)
+
+
+def rows_as_dicts(cur: Any) -> list[dict[str, Any]]:
+    names = [d.name for d in cur.description or ()]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
 def queries_name_ok(name: str) -> bool:
@@ -214,8 +223,7 @@ class Collection:
         with self.store.tenant(self.tenant) as conn:
             cur = conn.execute(queries.LIST_DOCUMENTS, {"collection_id": self.collection_id,
                                                         "limit": limit, "offset": offset})
-            names = [d.name for d in cur.description or ()]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return rows_as_dicts(cur)
 
     def document(self, ref: str) -> dict[str, Any]:
         """A document by external id or doc id, with its versions."""
@@ -225,9 +233,7 @@ class Collection:
             if row is None:
                 raise DocumentNotFound(f"no document {ref!r} in collection {self.name!r}")
             doc = dict(zip([d.name for d in cur.description or ()], row))
-            cur = conn.execute(queries.DOCUMENT_VERSIONS, {"doc_id": doc["doc_id"]})
-            names = [d.name for d in cur.description or ()]
-            doc["versions"] = [dict(zip(names, r)) for r in cur.fetchall()]
+            doc["versions"] = rows_as_dicts(conn.execute(queries.DOCUMENT_VERSIONS, {"doc_id": doc["doc_id"]}))
             return doc
 
     def delete(self, ref: str) -> uuid.UUID:
@@ -249,8 +255,7 @@ class Collection:
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.store.tenant(self.tenant) as conn:
             cur = conn.execute(queries.LIST_RUNS, {"limit": limit})
-            names = [d.name for d in cur.description or ()]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return rows_as_dicts(cur)
 
     def run(self, run_id: str) -> dict[str, Any]:
         with self.store.tenant(self.tenant) as conn:
@@ -262,9 +267,7 @@ class Collection:
             if len(rows) > 1:
                 raise InvalidRequest(f"run id prefix {run_id!r} is ambiguous; give more characters")
             run = dict(zip(names, rows[0]))
-            cur = conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]})
-            names = [d.name for d in cur.description or ()]
-            run["items"] = [dict(zip(names, r)) for r in cur.fetchall()]
+            run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
             return run
 
 

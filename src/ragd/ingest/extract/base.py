@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ...types import ExtractedDocument
+from ...errors import EmptyDocument
+from ...types import Block, ExtractedDocument
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,13 @@ class Extractor(Protocol):
         """Yield documents in source order; a record that cannot be read is yielded as an exception
         (an IngestError with the reason) so the other records go on."""
         ...
+
+
+def single_document(source: Source, source_type: str, title: str | None,
+                    blocks: list[Block]) -> Iterator[ExtractedDocument | Exception]:
+    """The one document of a single-document format, or an EmptyDocument failure."""
+    if not blocks:
+        yield EmptyDocument(f"{source.path.name} has no text")
+        return
+    yield ExtractedDocument(external_id=source.external_id, source_uri=source.source_uri,
+                            source_type=source_type, title=title, blocks=tuple(blocks))

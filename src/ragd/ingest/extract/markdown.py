@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ...errors import EmptyDocument
 from ...types import Block, ExtractedDocument
 from ..normalize import decode_text, fold_lines, normalize_text
-from .base import ExtractOptions, Source
+from .base import ExtractOptions, Source, single_document
 
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -89,14 +88,5 @@ class MarkdownExtractor:
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
         blocks = markdown_blocks(decode_text(source.data))
-        if not blocks:
-            yield EmptyDocument(f"{source.path.name} has no text")
-            return
         title = next((b.text for b in blocks if b.type == "heading"), source.path.stem)
-        yield ExtractedDocument(
-            external_id=source.external_id,
-            source_uri=source.source_uri,
-            source_type=self.source_type,
-            title=title,
-            blocks=tuple(blocks),
-        )
+        yield from single_document(source, self.source_type, title, blocks)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ...errors import EmptyDocument
 from ...types import Block, ExtractedDocument
 from ..normalize import decode_text, fold_lines, normalize_text
-from .base import ExtractOptions, Source
+from .base import ExtractOptions, Source, single_document
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _UNDERLINE = re.compile(r"^(=+|-+)$")
@@ -33,14 +32,4 @@ class TextExtractor:
     source_type = "text"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
-        blocks = text_blocks(decode_text(source.data))
-        if not blocks:
-            yield EmptyDocument(f"{source.path.name} has no text")
-            return
-        yield ExtractedDocument(
-            external_id=source.external_id,
-            source_uri=source.source_uri,
-            source_type=self.source_type,
-            title=source.path.stem,
-            blocks=tuple(blocks),
-        )
+        yield from single_document(source, self.source_type, source.path.stem, text_blocks(decode_text(source.data)))
