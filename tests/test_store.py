@@ -23,9 +23,11 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         assert store.migrate() == []  # second run: nothing to do
         with psycopg.connect(fresh_database) as conn:
             rls = dict(conn.execute(
-                "SELECT relname, relrowsecurity FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
+                "SELECT relname, relrowsecurity FROM pg_class "
+                "WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
             ).fetchall())
-            policies = {r[0] for r in conn.execute("SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")}
+            policies = {r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")}
             ext = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         assert {t for t in TENANT_TABLES if rls.get(t)} == TENANT_TABLES
         assert policies == TENANT_TABLES

@@ -377,7 +377,8 @@ def migrate() -> None:
     store = Store.open(Settings(), migrate=False)
     try:
         applied = store.migrate()
-        out.print(f"schema version {store.schema_version()}" + (f" (applied {applied})" if applied else " (up to date)"))
+        note = f" (applied {applied})" if applied else " (up to date)"
+        out.print(f"schema version {store.schema_version()}{note}")
     finally:
         store.close()
 

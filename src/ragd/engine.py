@@ -112,7 +112,8 @@ class Ragd:
     def _create(self, tenant: str, name: str, embedder: Embedder, policy: ChunkPolicy) -> None:
         if not isinstance(name, str) or not queries_name_ok(name):
             raise InvalidRequest(
-                f"invalid collection name {name!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                f"invalid collection name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
             )
         cid = ids.collection_id(tenant, name)
         dims = embedder.dims

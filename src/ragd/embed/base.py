@@ -78,4 +78,5 @@ def l2_normalize(vectors: npt.NDArray[np.floating]) -> Vectors:
     v = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (v / norms).astype(np.float32)
+    out: Vectors = (v / norms).astype(np.float32)
+    return out

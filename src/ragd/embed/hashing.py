@@ -59,4 +59,5 @@ class HashingEmbedder:
         return l2_normalize(np.stack([self._vector(t) for t in texts]))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector

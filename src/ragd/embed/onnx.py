@@ -98,4 +98,5 @@ class OnnxEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([self._instruction + text])[0]
+        vector: Vectors = self.embed_documents([self._instruction + text])[0]
+        return vector

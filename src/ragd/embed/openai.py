@@ -94,4 +94,5 @@ class OpenAIEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector

@@ -100,7 +100,7 @@ def _hard_split(text: str, budget: int, counter: Counter) -> list[str]:
 def _units(block: Block, number: int, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
     pages = (block.page,) if block.page is not None else ()
     tokens = counter.count(block.text)
-    if tokens <= policy.max_tokens or block.type == "code" and tokens <= policy.hard_cap_tokens:
+    if tokens <= policy.max_tokens or (block.type == "code" and tokens <= policy.hard_cap_tokens):
         return [_Unit(block.text, tokens, block.type, pages, number)]
     if block.type == "list":
         parts = [line for line in block.text.split("\n") if line.strip()]

@@ -50,15 +50,14 @@ def hydrate(conn: psycopg.Connection[Any], scored: list[tuple[uuid.UUID, float]]
 
 def _ranked(cands: list[Candidate], leg: str, limit: int) -> list[Candidate]:
     ordered = sorted(cands, key=lambda c: (-round(c.score, 9), str(c.doc_id), c.chunk_index))[:limit]
-    return [
-        dataclasses.replace(c, **{f"{leg}_score": c.score, f"{leg}_rank": rank})
-        for rank, c in enumerate(ordered, start=1)
-    ]
+    if leg == "vector":
+        return [dataclasses.replace(c, vector_score=c.score, vector_rank=rank) for rank, c in enumerate(ordered, 1)]
+    return [dataclasses.replace(c, lexical_score=c.score, lexical_rank=rank) for rank, c in enumerate(ordered, 1)]
 
 
 def vector_sql(
     collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters, *, exact: bool
-) -> tuple[sql.Composable, dict[str, Any]]:
+) -> tuple[sql.Composed, dict[str, Any]]:
     _, fparams = queries.filter_clause(filters)
     if exact:
         return queries.vector_exact_sql(filters), fparams

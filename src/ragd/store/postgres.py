@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,17 +42,16 @@ def migrations() -> list[tuple[int, str, str]]:
 def check_tenant(tenant_id: str) -> str:
     if not isinstance(tenant_id, str) or not _TENANT_RE.match(tenant_id):
         raise InvalidRequest(
-            f"invalid tenant id {tenant_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            f"invalid tenant id {tenant_id!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
         )
     return tenant_id
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET jit = off")
-    try:
+    with contextlib.suppress(psycopg.ProgrammingError):  # no vector extension yet: registered after migrating
         register_vector(conn)
-    except psycopg.ProgrammingError:
-        pass  # the vector extension does not exist yet: registered again after migrating
     conn.commit()
 
 
