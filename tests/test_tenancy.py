@@ -25,6 +25,10 @@ def test_rls_hides_other_tenants_rows_from_raw_queries(client: ragd.Ragd, name: 
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         with client.store.tenant("acme") as conn:
             conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('globex2', 'x')")
+    with client.store.tenant("acme") as conn:  # the session itself is the unprivileged role: no way back up
+        assert conn.execute("SELECT session_user, current_user").fetchone() == ("ragd_app", "ragd_app")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SET ROLE postgres")
     with client.store.tenant("acme") as conn:  # even a forged tenant_id cannot be written
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE chunks SET tenant_id = 'globex' WHERE tenant_id = 'acme'")

@@ -13,6 +13,8 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path.home() / ".ragd")
     database_url: str | None = None
+    # login for tenant sessions (role ragd_app); derived automatically where ragd_app can log in without a password
+    app_database_url: str | None = None
     embedder: str = "bge-small-en"
     tenant: str = "default"
     collection: str = "default"

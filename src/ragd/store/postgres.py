@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings
@@ -65,17 +66,11 @@ class Store:
         self._check_reachable()
         if migrate:
             self.migrate()
-        self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=8,
-            configure=_configure,
-            reset=_reset,
-            check=ConnectionPool.check_connection,
-            open=True,
-            timeout=30,
-            name="ragd",
-        )
+        self._pool = _pool(url, "ragd-admin", min_size=0)
+        # Tenant sessions log in as ragd_app itself when they can: then no SQL run on them can SET ROLE
+        # back to a privileged user. Otherwise they SET ROLE ragd_app on the admin login (still under RLS).
+        self.app_url = settings.app_database_url or (self._app_login_url() if migrate else None)
+        self._tenant_pool = _pool(self.app_url, "ragd-tenant", min_size=1) if self.app_url else self._pool
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
@@ -84,7 +79,24 @@ class Store:
         return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
 
     def close(self) -> None:
+        if self._tenant_pool is not self._pool:
+            self._tenant_pool.close()
         self._pool.close()
+
+    def _app_login_url(self) -> str | None:
+        """A URL logging in as ragd_app without a password, if this server allows it (trust auth)."""
+        params = conninfo_to_dict(self.url)
+        params.pop("password", None)
+        params["user"] = "ragd_app"
+        candidate = make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(queries.ALLOW_APP_LOGIN)
+            with psycopg.connect(candidate, connect_timeout=3) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error:
+            return None
+        return candidate
 
     def __enter__(self) -> Store:
         return self
@@ -116,15 +128,15 @@ class Store:
     def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction as ragd_app acting for one tenant: row-level security applies."""
         check_tenant(tenant_id)
-        with self._connection() as conn, conn.transaction():
+        with self._connection(self._tenant_pool) as conn, conn.transaction():
             conn.execute(queries.SET_ROLE_APP)
             conn.execute(queries.SET_TENANT, {"tenant_id": tenant_id})
             yield conn
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(self, pool: ConnectionPool | None = None) -> Iterator[psycopg.Connection[Any]]:
         try:
-            with self._pool.connection() as conn:
+            with (pool or self._pool).connection() as conn:
                 yield conn
         except (PoolTimeout, psycopg.OperationalError) as exc:
             raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
@@ -153,6 +165,11 @@ class Store:
         with self.admin() as conn:
             row = conn.execute(queries.SCHEMA_VERSION).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
+
+
+def _pool(url: str, name: str, *, min_size: int) -> ConnectionPool:
+    return ConnectionPool(url, min_size=min_size, max_size=8, configure=_configure, reset=_reset,
+                          check=ConnectionPool.check_connection, open=True, timeout=30, name=name)
 
 
 def _reset(conn: psycopg.Connection[Any]) -> None:
