@@ -50,6 +50,7 @@ class _Prepared:
     metadata: dict[str, Any]
     action: str = "new"
     version_id: uuid.UUID | None = None
+    version_number: int = 1
     reason: str | None = None
 
 
@@ -188,35 +189,40 @@ def embed_cached(conn: psycopg.Connection[Any], col: Collection, texts: Sequence
 
 
 def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared], duplicates: Duplicates) -> None:
+    """Decide each document's action: unchanged, labels, duplicate, reactivate or new."""
+    doc_ids = sorted({p.doc_id for p in batch}, key=str)
+    states = {row[0]: row for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
+    active_by_hash: dict[str, list[tuple[uuid.UUID, str]]] = {}
+    for h, doc, ext in conn.execute(queries.BATCH_ACTIVE_WITH_HASH, {
+            "hashes": sorted({p.content_hash for p in batch}), "collection_id": col.collection_id}):
+        active_by_hash.setdefault(h, []).append((doc, ext))
+    known = {(d, h) for d, h in conn.execute(queries.BATCH_KNOWN_VERSIONS, {"doc_ids": doc_ids})}
     new_hashes: dict[str, str] = {}
     for p in batch:
-        row = conn.execute(queries.DOCUMENT_STATE, {"doc_id": p.doc_id}).fetchone()
-        if row is not None and row[4] == p.content_hash:
-            changed = (list(row[0]) != list(p.tags) or row[1] != p.metadata or row[2] != p.doc.title)
-            p.action, p.version_id = ("labels" if changed else "unchanged"), row[3]
+        row = states.get(p.doc_id)
+        if row is not None and row[5] == p.content_hash:
+            changed = (list(row[1]) != list(p.tags) or row[2] != p.metadata or row[3] != p.doc.title)
+            p.action, p.version_id = ("labels" if changed else "unchanged"), row[4]
             continue
         if duplicates == "skip":
-            dup = conn.execute(queries.ACTIVE_DUPLICATE, {"content_hash": p.content_hash,
-                                                          "collection_id": col.collection_id,
-                                                          "doc_id": p.doc_id}).fetchone()
-            other = dup[0] if dup else new_hashes.get(p.content_hash)
+            others = [ext for doc, ext in active_by_hash.get(p.content_hash, []) if doc != p.doc_id]
+            other = others[0] if others else new_hashes.get(p.content_hash)
             if other is not None:
                 p.action, p.reason = "duplicate", f"same content as {other}"
                 continue
         new_hashes.setdefault(p.content_hash, p.doc.external_id)
         p.version_id = make_version_id(p.doc_id, p.content_hash)
-        found = conn.execute(queries.FIND_VERSION, {"doc_id": p.doc_id, "content_hash": p.content_hash}).fetchone()
-        p.action = "reactivate" if found else "new"
+        p.version_number = int(row[6]) + 1 if row is not None else 1
+        p.action = "reactivate" if (p.doc_id, p.content_hash) in known else "new"
 
 
 def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vectors: np.ndarray) -> None:
     assert p.version_id is not None
-    number = conn.execute(queries.NEXT_VERSION_NUMBER, {"doc_id": p.doc_id}).fetchone()
     artifact = col.write_artifact(p.version_id, p.doc)
     effective = p.metadata.get("effective_at")
     conn.execute(queries.INSERT_VERSION, {
         "doc_version_id": p.version_id, "tenant_id": col.tenant, "doc_id": p.doc_id,
-        "version_label": f"v{number[0] if number else 1}", "content_hash": p.content_hash,
+        "version_label": f"v{p.version_number}", "content_hash": p.content_hash,
         "artifact_uri": artifact, "chunk_count": len(p.chunks),
         "effective_at": effective if isinstance(effective, str) else None,
     })
@@ -265,9 +271,9 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         _plan(conn, col, batch, duplicates)
         todo = [p for p in batch if p.action == "new"]
         vectors = embed_cached(conn, col, [c.search_text for p in todo for c in p.chunks], state)
-    with col.store.tenant(col.tenant) as conn:
-        retire: list[uuid.UUID] = []
+    with col.store.tenant(col.tenant) as conn, conn.pipeline():
         activate: list[uuid.UUID] = []
+        changing: list[uuid.UUID] = []
         offset = 0
         for p in batch:
             if p.action in ("unchanged", "duplicate"):
@@ -284,9 +290,10 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             if p.action == "new":
                 _write_new(conn, col, p, vectors[offset: offset + len(p.chunks)])
                 offset += len(p.chunks)
-            retire += [r[0] for r in conn.execute(queries.ACTIVE_VERSIONS_OF, {"doc_id": p.doc_id})]
+            changing.append(p.doc_id)
             assert p.version_id is not None
             activate.append(p.version_id)
+        retire = [r[0] for r in conn.execute(queries.ACTIVE_VERSIONS_OF_MANY, {"doc_ids": changing})]
         if retire:
             for statement in queries.RETIRE_VERSIONS:
                 conn.execute(statement, {"versions": retire, "collection_id": col.collection_id})

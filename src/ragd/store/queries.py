@@ -88,23 +88,21 @@ RETURNING doc_id"""
 
 LOCK_DOCUMENT = "SELECT doc_id FROM documents WHERE doc_id = %(doc_id)s FOR UPDATE"
 
-DOCUMENT_STATE = """
-SELECT d.tags, d.metadata, d.title, v.doc_version_id, v.content_hash
+# Planning a batch of documents takes three queries, whatever its size.
+BATCH_DOCUMENT_STATE = """
+SELECT d.doc_id, d.tags, d.metadata, d.title, v.doc_version_id, v.content_hash,
+       (SELECT count(*) FROM document_versions x WHERE x.doc_id = d.doc_id) AS versions
 FROM documents d
 LEFT JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
-WHERE d.doc_id = %(doc_id)s"""
+WHERE d.doc_id = ANY(%(doc_ids)s)"""
 
-FIND_VERSION = """
-SELECT doc_version_id, is_active FROM document_versions
-WHERE doc_id = %(doc_id)s AND content_hash = %(content_hash)s"""
+BATCH_ACTIVE_WITH_HASH = """
+SELECT v.content_hash, d.doc_id, d.external_id FROM document_versions v JOIN documents d USING (doc_id)
+WHERE v.is_active AND v.content_hash = ANY(%(hashes)s) AND d.collection_id = %(collection_id)s
+ORDER BY d.external_id"""
 
-ACTIVE_DUPLICATE = """
-SELECT d.external_id, d.doc_id FROM document_versions v JOIN documents d USING (doc_id)
-WHERE v.is_active AND v.content_hash = %(content_hash)s AND d.collection_id = %(collection_id)s
-  AND d.doc_id <> %(doc_id)s
-ORDER BY d.external_id LIMIT 1"""
-
-NEXT_VERSION_NUMBER = "SELECT count(*) + 1 FROM document_versions WHERE doc_id = %(doc_id)s"
+BATCH_KNOWN_VERSIONS = """
+SELECT doc_id, content_hash FROM document_versions WHERE doc_id = ANY(%(doc_ids)s)"""
 
 INSERT_VERSION = """
 INSERT INTO document_versions (doc_version_id, tenant_id, doc_id, version_label, content_hash, artifact_uri,
@@ -189,6 +187,8 @@ SELECT doc_version_id, version_label, content_hash, is_active, chunk_count, arti
 FROM document_versions WHERE doc_id = %(doc_id)s ORDER BY created_at, version_label"""
 
 ACTIVE_VERSIONS_OF = "SELECT doc_version_id FROM document_versions WHERE doc_id = %(doc_id)s AND is_active"
+ACTIVE_VERSIONS_OF_MANY = """
+SELECT doc_version_id FROM document_versions WHERE doc_id = ANY(%(doc_ids)s) AND is_active ORDER BY doc_version_id"""
 DELETE_DOCUMENT = "DELETE FROM documents WHERE doc_id = %(doc_id)s"
 
 # -- embedding cache ---------------------------------------------------------------------------------
