@@ -51,7 +51,7 @@ def summary(values: list[float]) -> str:
 def private_ragd(embedder: str) -> Iterator[ragd.Ragd]:
     """A throw-away embedded server, so benchmarks never touch a user's data."""
     with tempfile.TemporaryDirectory(prefix="ragd-bench-") as home:
-        settings = Settings(home=Path(home), embedder=embedder)
+        settings = Settings(home=Path(home), embedder=embedder, cache_ttl_s=0)  # measure the engine, not the cache
         client = ragd.connect(settings=settings)
         try:
             yield client

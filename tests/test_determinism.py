@@ -22,7 +22,7 @@ def snapshot(col: ragd.Collection) -> list[list[tuple[str, str, int, float]]]:
 
 
 def build(settings: Settings, url: str, name: str) -> list[list[tuple[str, str, int, float]]]:
-    client = ragd.connect(url, settings=settings)
+    client = ragd.connect(url, settings=settings.model_copy(update={"cache_ttl_s": 0}))  # compute every time
     try:
         col = client.collection(name)
         report = col.ingest([SAMPLES])

@@ -148,3 +148,32 @@ def test_compress_keeps_query_sentences() -> None:
 def test_query_vector_is_normalised(big: ragd.Collection) -> None:
     v = big.embedder.embed_query("alpha")
     assert v.shape == (big.dims,) and abs(float(np.linalg.norm(v)) - 1) < 1e-5
+
+
+def test_result_cache_serves_repeats_and_invalidates_on_change(settings: Settings, name: str) -> None:
+    client = ragd.connect(settings=settings)
+    other = ragd.connect(settings=settings)  # another client: its writes must invalidate our cache
+    try:
+        col = client.collection(name)
+        col.ingest(documents=[{"id": "a", "text": "Heat pumps lower energy bills."}])
+        first = col.search("heat pumps", k=5)
+        info = client.cache.info
+        assert (info.hits, info.misses) == (0, 1)
+        assert col.search("  heat   pumps ", k=5) == first  # normalised query: same entry
+        assert (info.hits, info.misses) == (1, 1)
+        assert col.search("heat pumps", k=4) == first[:4] and info.misses == 2  # another plan: its own entry
+        other.collection(name).ingest(documents=[{"id": "b", "text": "Heat pumps need yearly service."}])
+        after = col.search("heat pumps", k=5)
+        assert info.misses == 3
+        assert {h.external_id for h in after} == {"a", "b"}
+    finally:
+        client.close()
+        other.close()
+    uncached = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
+    try:
+        col = uncached.collection(name)
+        col.search("heat pumps")
+        col.search("heat pumps")
+        assert (uncached.cache.info.hits, uncached.cache.info.misses) == (0, 0)
+    finally:
+        uncached.close()

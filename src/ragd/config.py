@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     # batch neighbours: the int8 model quantises activations with one scale per batch.
     onnx_batch_size: int = 1
     onnx_threads: int = 0  # 0: one per core
+    cache_ttl_s: float = 300.0  # search result cache; 0 disables it
+    cache_entries: int = 1024
     hnsw_ef_search: int = 100
     exact_scan_threshold: int = 5000
     max_file_bytes: int = 200 * 1024 * 1024

@@ -25,6 +25,7 @@ from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
 from .ingest.pipeline import Duplicates, Progress, run_ingest
 from .rerank import rerank
+from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
 from .retrieve.legs import lexical_leg, vector_leg
@@ -51,6 +52,7 @@ class Ragd:
         self.store = store
         self.settings = settings
         self._embedder = embedder
+        self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
 
     def close(self) -> None:
         self.store.close()
@@ -216,7 +218,23 @@ class Collection:
 
     def search(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None,
                **plan: Any) -> list[Candidate]:
-        return retrieve(query, self.plan(k, filters, **plan), self)
+        """Retrieve with a plan built from k, filters and overrides; served from the result cache while the
+        collection is unchanged."""
+        full = self.plan(k, filters, **plan)
+        cache = self.client.cache
+        if not cache.enabled:
+            return retrieve(query, full, self)
+        key = cache_key(self.tenant, self.collection_id, query, full)
+        with self.store.tenant(self.tenant) as conn:
+            row = conn.execute(queries.COLLECTION_GENERATION, {"collection_id": self.collection_id}).fetchone()
+        if row is None:
+            raise CollectionNotFound(f"collection {self.name!r} no longer exists")
+        hit = cache.get(key, int(row[0]))
+        if hit is not None:
+            return hit
+        results = retrieve(query, full, self)
+        cache.put(key, int(row[0]), results)
+        return results
 
     # -- documents and runs -------------------------------------------------------------------
 

@@ -52,6 +52,8 @@ SELECT c.name, c.embed_model, c.embed_dims, c.created_at,
        (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks
 FROM collections c ORDER BY c.name"""
 
+COLLECTION_GENERATION = "SELECT generation FROM collections WHERE collection_id = %(collection_id)s"
+
 BUMP_GENERATION = "UPDATE collections SET generation = generation + 1 WHERE collection_id = %(collection_id)s"
 
 
