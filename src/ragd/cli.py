@@ -151,13 +151,21 @@ def _print_report(report: Any, collection: str) -> None:
 @click.option("--semantic-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: vector weight.")
 @click.option("--exact", is_flag=True, help="Exact vector scan instead of the HNSW index.")
 @click.option("--embedder", "-e", help="Must match the collection's model (default: the collection's).")
+@click.option("--explain", is_flag=True, help="Print each leg's SQL and PostgreSQL plan (EXPLAIN ANALYZE).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"results": [...]} as one JSON object.')
 @handle_errors
 def search(query: str, collection: str | None, tenant: str | None, k: int, filters: Sequence[str], fusion: str,
-           keyword_weight: float, semantic_weight: float, exact: bool, embedder: str | None,
+           keyword_weight: float, semantic_weight: float, exact: bool, embedder: str | None, explain: bool,
            as_json: bool) -> None:
     """Hybrid search (vector + BM25, fused) over a collection."""
     col = open_collection(collection, tenant, embedder, create=False)
+    if explain:
+        legs = col.explain(query, k=k, filters=parse_filter_args(filters), fusion=fusion, exact=exact, analyze=True)
+        if as_json:
+            emit_json({"query": query, "legs": legs})
+        for leg in [] if as_json else legs:
+            out.print(f"[bold]-- {leg['leg']}[/]\n{leg['sql']}\n\n{leg['plan']}\n", markup=True, highlight=False)
+        return
     started = time.perf_counter()
     hits = col.search(query, k=k, filters=parse_filter_args(filters), fusion=fusion,
                       keyword_weight=keyword_weight, semantic_weight=semantic_weight, exact=exact)

@@ -28,7 +28,7 @@ from .rerank import rerank
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
-from .retrieve.legs import lexical_leg, vector_leg
+from .retrieve.legs import lexical_leg, lexical_params, prepare_vector_scan, vector_leg, vector_sql
 from .store import Store, queries
 from .store.postgres import check_tenant
 from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
@@ -236,6 +236,28 @@ class Collection:
         cache.put(key, int(row[0]), results)
         return results
 
+    def explain(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
+                analyze: bool = False, **plan: Any) -> list[dict[str, str]]:
+        """The SQL each leg would run for this request, with PostgreSQL's plan (EXPLAIN [ANALYZE])."""
+        full = self.plan(k, filters, **plan)
+        out: list[dict[str, str]] = []
+        with self.store.tenant(self.tenant) as conn:
+            if full.fusion != "lexical":
+                qvec = self.embedder.embed_query(query)
+                exact, _ = prepare_vector_scan(conn, collection_id=self.collection_id, filters=full.filters,
+                                               limit=full.k_vec + 10, ef_search=self.settings.hnsw_ef_search,
+                                               exact_threshold=self.settings.exact_scan_threshold,
+                                               force_exact=full.exact)
+                stmt, params = vector_sql(self.collection_id, self.embed_model, self.dims, full.filters, exact=exact)
+                params = {**params, "collection_id": self.collection_id, "embed_model": self.embed_model,
+                          "qvec": qvec, "limit": full.k_vec + 10}
+                out.append(_explain(conn, "vector (exact)" if exact else "vector (hnsw)", stmt, params, analyze))
+            if full.fusion != "vector":
+                stmt = queries.lexical_sql(full.filters)
+                params = lexical_params(self.collection_id, query, full.filters, full.k_lex)
+                out.append(_explain(conn, "lexical (bm25)", stmt, params, analyze))
+        return out
+
     # -- documents and runs -------------------------------------------------------------------
 
     def documents(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
@@ -288,6 +310,13 @@ class Collection:
             run = dict(zip(names, rows[0]))
             run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
             return run
+
+
+def _explain(conn: Any, leg: str, stmt: Any, params: dict[str, Any], analyze: bool) -> dict[str, str]:
+    text = stmt.as_string(conn)
+    prefix = b"EXPLAIN (ANALYZE, BUFFERS) " if analyze else b"EXPLAIN "
+    lines = [row[0] for row in conn.execute(prefix + stmt.as_bytes(conn), params)]
+    return {"leg": leg, "sql": text, "plan": "\n".join(lines)}
 
 
 def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:

@@ -64,6 +64,27 @@ def vector_sql(
     return queries.vector_index_sql(collection_id, embed_model, dims, filters), fparams
 
 
+def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, filters: Filters, limit: int,
+                        ef_search: int, exact_threshold: int, force_exact: bool) -> tuple[bool, int | None]:
+    """Choose exact or HNSW for this request and set the transaction's HNSW parameters.
+
+    Returns (exact, number of matching rows when filters were counted)."""
+    matching: int | None = None
+    exact = force_exact
+    if not exact and not filters.empty:
+        _, fparams = queries.filter_clause(filters)
+        cap = max(exact_threshold, limit) + 1
+        row = conn.execute(queries.count_filtered_sql(filters),
+                           {**fparams, "collection_id": collection_id, "cap": cap}).fetchone()
+        matching = int(row[0]) if row else 0
+        exact = matching <= exact_threshold
+    if not exact:
+        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, limit))))
+        if not filters.empty:
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    return exact, matching
+
+
 def vector_leg(
     conn: psycopg.Connection[Any],
     *,
@@ -84,19 +105,9 @@ def vector_leg(
     """
     base = {"collection_id": collection_id, "embed_model": embed_model, "qvec": qvec}
     overfetch = limit + 10  # room for the canonical tie-break at the cut-off
-    matching: int | None = None
-    exact = force_exact
-    if not exact and not filters.empty:
-        count_sql = queries.count_filtered_sql(filters)
-        _, fparams = queries.filter_clause(filters)
-        cap = max(exact_threshold, overfetch) + 1
-        row = conn.execute(count_sql, {**base, **fparams, "cap": cap}).fetchone()
-        matching = int(row[0]) if row else 0
-        exact = matching <= exact_threshold
-    if not exact:
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, overfetch))))
-        if not filters.empty:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    exact, matching = prepare_vector_scan(conn, collection_id=collection_id, filters=filters, limit=overfetch,
+                                          ef_search=ef_search, exact_threshold=exact_threshold,
+                                          force_exact=force_exact)
     query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact)
     rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     if not exact and matching is not None and len(rows) < min(overfetch, matching):

@@ -288,16 +288,18 @@ def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, d
 def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters) -> sql.Composed:
     """Top-k through the collection's partial HNSW index (its predicate is repeated literally)."""
     where, _ = filter_clause(filters)
+    join = sql.SQL("") if filters.empty else sql.SQL(
+        "JOIN chunks c ON c.chunk_id = e.chunk_id AND c.is_active AND {where} ").format(where=where)
     return sql.SQL(
         "SELECT e.chunk_id, 1 - (e.embedding::vector({dims}) <=> %(qvec)s::vector({dims})) AS score "
-        "FROM chunk_embeddings e JOIN chunks c ON c.chunk_id = e.chunk_id "
-        "WHERE e.collection_id = {cid} AND e.embed_model = {model} AND e.is_active AND c.is_active AND {where} "
+        "FROM chunk_embeddings e {join}"
+        "WHERE e.collection_id = {cid} AND e.embed_model = {model} AND e.is_active "
         "ORDER BY e.embedding::vector({dims}) <=> %(qvec)s::vector({dims}) LIMIT %(limit)s"
     ).format(
         dims=sql.Literal(int(dims)),
         cid=sql.Literal(str(collection_id)),
         model=sql.Literal(embed_model),
-        where=where,
+        join=join,
     )
 
 
