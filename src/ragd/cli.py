@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .config import Settings
-from .errors import RagdError
+from .errors import InvalidRequest, RagdError
 from .ingest.extract import ExtractOptions
 from .retrieve.filters import parse_filter_args
 from .store import embedded
@@ -27,6 +27,8 @@ from .store.postgres import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:
+    out = Console(highlight=False, soft_wrap=True, width=200)  # pipes and logs: no 80-column squeeze
 err = Console(stderr=True, highlight=False)
 
 
@@ -183,6 +185,104 @@ def search(query: str, collection: str | None, tenant: str | None, k: int, filte
         snippet = " ".join(hit.content.split())
         out.print(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
     out.print(f"[dim]{len(hits)} results in {latency:.1f} ms[/]")
+
+
+# -- eval ----------------------------------------------------------------------------------------------
+
+QUALITY_EXIT = 5
+
+
+@main.command("eval")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--plans", default="lexical,vector,rrf,weighted", show_default=True,
+              help="Comma-separated: lexical, vector, rrf, weighted, weighted:KEYWORD_WEIGHT.")
+@common
+@click.option("--embedder", "-e", help="Embedder for the corpus collection (default: RAGD_EMBEDDER).")
+@click.option("--depth", default=100, show_default=True, type=click.IntRange(10, 1000),
+              help="Results per query (pools grow to match).")
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for results.json/csv, per_query.csv, chart.png.")
+@click.option("--fail-under", multiple=True, metavar="PLAN:METRIC=VALUE",
+              help="Exit 5 when a plan scores below the value, e.g. lexical:ndcg@10=0.67 (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
+@handle_errors
+def eval_command(path: Path, plans: str, collection: str | None, tenant: str | None, embedder: str | None,
+                 depth: int, out: Path | None, fail_under: Sequence[str], as_json: bool) -> None:
+    """Measure retrieval quality on a BEIR directory or a questions JSONL file, several plans side by side."""
+    from .engine import connect
+    from .eval import report as eval_report
+    from .eval.datasets import load
+    from .eval.runner import evaluate
+
+    gates = [_parse_gate(g) for g in fail_under]
+    names = [p.strip() for p in plans.split(",") if p.strip()]
+    dataset = load(path)
+    client = connect(settings=settings_for(embedder))
+    click.get_current_context().call_on_close(client.close)
+    with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("", total=None, stage="eval")
+
+        def on_progress(stage: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, stage=stage)
+
+        result = evaluate(client, dataset, names, collection=collection, tenant=tenant, depth=depth,
+                          on_progress=on_progress)
+    outputs = eval_report.write(result, out or client.settings.home / "eval" / dataset.name)
+    payload = {**result.as_dict(), "outputs": outputs}
+    if as_json:
+        emit_json(payload)
+    else:
+        _print_eval(result, outputs)
+    failures = []
+    for plan, metric, floor in gates:
+        if plan not in result.plans:
+            raise InvalidRequest(f"--fail-under names plan {plan!r}, which was not run (--plans {plans})")
+        value = result.plans[plan].metrics.get(metric)
+        if value is None:
+            raise InvalidRequest(f"--fail-under names unknown metric {metric!r}")
+        if value < floor:
+            failures.append(f"{plan} {metric} = {value:.4f} < {floor}")
+    if failures:
+        click.echo("quality gate failed: " + "; ".join(failures), err=True)
+        sys.exit(QUALITY_EXIT)
+
+
+def _parse_gate(text: str) -> tuple[str, str, float]:
+    plan, _, rest = text.partition(":")
+    metric, _, value = rest.partition("=")
+    try:
+        return plan, metric, float(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"--fail-under {text!r}: expected PLAN:METRIC=VALUE, e.g. lexical:ndcg@10=0.67") from exc
+
+
+def _print_eval(result: Any, outputs: dict[str, str]) -> None:
+    from .eval.metrics import METRICS
+
+    title = (f"{result.dataset}: {result.queries} queries, collection {result.collection} ({result.embed_model}), "
+             f"depth {result.depth}")
+    table = Table(title=title)
+    table.add_column("plan")
+    for m in METRICS:
+        table.add_column(m, justify="right")
+    table.add_column("p50 ms", justify="right")
+    table.add_column("p95 ms", justify="right")
+    for name, plan in result.plans.items():
+        table.add_row(name, *(f"{plan.metrics[m]:.4f}" for m in METRICS),
+                      f"{plan.latency_ms['p50']:.1f}", f"{plan.latency_ms['p95']:.1f}")
+    out.print(table)
+    stages = Table(title="latency per stage (p50 / p95 ms)")
+    stages.add_column("plan")
+    all_stages = sorted({s for p in result.plans.values() for s in p.stages_ms})
+    for s in all_stages:
+        stages.add_column(s, justify="right")
+    for name, plan in result.plans.items():
+        stages.add_row(name, *(f"{plan.stages_ms[s]['p50']:.1f} / {plan.stages_ms[s]['p95']:.1f}"
+                               if s in plan.stages_ms else "-" for s in all_stages))
+    out.print(stages)
+    if result.ingest:
+        out.print(f"corpus: {json.dumps(result.ingest)}")
+    out.print("written: " + ", ".join(outputs.values()))
 
 
 # -- documents -----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -366,8 +367,11 @@ def index(chunks: Sequence[Chunk], store: Collection) -> dict[str, Any]:
     return report.as_dict()
 
 
-def retrieve(query: str, plan: Plan, store: Collection) -> list[Candidate]:
-    """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k."""
+def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, float] | None = None) -> list[Candidate]:
+    """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k.
+
+    When `timings` is given, it receives each stage's milliseconds (embed, vector, lexical, fuse)."""
+    clock = _Stopwatch(timings)
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequest("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
@@ -377,15 +381,18 @@ def retrieve(query: str, plan: Plan, store: Collection) -> list[Candidate]:
     qvec = col.embedder.embed_query(query) if plan.fusion != "lexical" else None
     if qvec is not None:
         col.check_dims(int(qvec.shape[0]))
+        clock.lap("embed")
     with col.store.tenant(col.tenant) as conn:
         if qvec is not None:
             legs.append(vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
                                    dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
                                    ef_search=col.settings.hnsw_ef_search,
                                    exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact))
+            clock.lap("vector")
         if plan.fusion != "vector":
             legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,
                                     filters=plan.filters))
+            clock.lap("lexical")
     if plan.fusion in ("rrf", "weighted"):
         params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
             "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight}
@@ -394,7 +401,20 @@ def retrieve(query: str, plan: Plan, store: Collection) -> list[Candidate]:
         ranked = legs[0]
     if plan.rerank:
         ranked = rerank(query, ranked[:50])
+    clock.lap("fuse")
     return ranked[: plan.k]
+
+
+class _Stopwatch:
+    def __init__(self, sink: dict[str, float] | None):
+        self._sink = sink
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self._sink is not None:
+            self._sink[stage] = self._sink.get(stage, 0.0) + (now - self._last) * 1000
+        self._last = now
 
 
 __all__ = ["Collection", "Ragd", "chunk", "connect", "index", "retrieve"]

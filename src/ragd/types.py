@@ -198,6 +198,8 @@ class IngestReport:
     status: str
     items: tuple[ItemOutcome, ...]
     seconds: float
+    embedded: int = 0  # texts sent to the embedder (cache misses)
+    cache_hits: int = 0
 
     def count(self, status: ItemStatus) -> int:
         return sum(1 for item in self.items if item.status == status)
@@ -217,6 +219,8 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "counts": {s: self.count(s) for s in ("ingested", "updated", "unchanged", "duplicate", "failed")},
             "chunks": self.chunks,
+            "embedded": self.embedded,
+            "cache_hits": self.cache_hits,
             "items": [
                 {
                     "source_uri": i.source_uri,

@@ -412,7 +412,8 @@ def run_ingest(
     status = "failed" if state.outcomes and failed == len(state.outcomes) else "succeeded"
     _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
     ordered = tuple(state.by_index[i] for i in sorted(state.by_index))
-    return IngestReport(run_id=state.run_id, status=status, items=ordered, seconds=time.monotonic() - started)
+    return IngestReport(run_id=state.run_id, status=status, items=ordered, seconds=time.monotonic() - started,
+                        embedded=state.embedded, cache_hits=state.cache_hits)
 
 
 def _flush_pending(col: Collection, state: _RunState, started: float) -> None:

@@ -1,0 +1,1 @@
+"""Retrieval evaluation: datasets, metrics, the runner and its reports."""

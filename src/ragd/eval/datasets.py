@@ -1,0 +1,94 @@
+"""Evaluation sets: a BEIR directory, or ragd's own questions JSONL.
+
+Questions JSONL, one object per line:
+    {"id": "q1", "question": "...", "relevant_doc_ids": ["handbook.md"], "relevant_chunk_ids": [],
+     "answer": "...", "answerable": true}
+`id` defaults to the line number; relevance is judged by document external id (`relevant_doc_ids`, graded
+with `{"id": grade}` objects if needed) or by chunk id (`relevant_chunk_ids`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..errors import InvalidRequest
+
+Unit = Literal["doc", "chunk"]
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    corpus: Path | None = None
+    unit: Unit = "doc"
+    answerable: dict[str, bool] = field(default_factory=dict)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "eval"
+
+
+def load(path: Path, split: str = "test") -> EvalSet:
+    if path.is_dir():
+        return load_beir(path, split)
+    if path.is_file():
+        return load_questions(path)
+    raise InvalidRequest(f"{path}: no such evaluation set (a BEIR directory or a questions .jsonl file)")
+
+
+def load_beir(root: Path, split: str = "test") -> EvalSet:
+    corpus, queries_file, qrels_file = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
+    missing = [p.name for p in (corpus, queries_file, qrels_file) if not p.exists()]
+    if missing:
+        raise InvalidRequest(f"{root} is not a BEIR directory: missing {', '.join(missing)}")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_file, encoding="utf-8", newline="") as fh:
+        for row in csv.reader(fh, delimiter="\t"):
+            if len(row) < 3 or row[0] == "query-id":
+                continue
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    queries: dict[str, str] = {}
+    with open(queries_file, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                if str(rec["_id"]) in qrels:
+                    queries[str(rec["_id"])] = str(rec["text"])
+    unknown = sorted(set(qrels) - set(queries))
+    if unknown:
+        raise InvalidRequest(f"{qrels_file}: {len(unknown)} judged queries are missing from queries.jsonl")
+    return EvalSet(name=_slug(root.name), queries=queries, qrels=qrels, corpus=corpus)
+
+
+def load_questions(path: Path) -> EvalSet:
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    answerable: dict[str, bool] = {}
+    units: set[str] = set()
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                qid = str(rec.get("id", number))
+                queries[qid] = str(rec["question"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidRequest(f"{path}:{number}: expected an object with a 'question': {exc}") from exc
+            for key, unit in (("relevant_doc_ids", "doc"), ("relevant_chunk_ids", "chunk")):
+                value = rec.get(key) or []
+                grades = value if isinstance(value, dict) else {str(v): 1 for v in value}
+                if grades:
+                    units.add(unit)
+                    qrels.setdefault(qid, {}).update({str(k): int(v) for k, v in grades.items()})
+            answerable[qid] = bool(rec.get("answerable", qid in qrels))
+    if len(units) > 1:
+        raise InvalidRequest(f"{path}: use either relevant_doc_ids or relevant_chunk_ids, not both")
+    return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, unit="chunk" if units == {"chunk"} else "doc",
+                   answerable=answerable)

@@ -1,0 +1,143 @@
+"""Run several retrieval plans over an evaluation set and measure quality and per-stage latency."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..embed import make_embedder
+from ..engine import Collection, retrieve
+from ..errors import InvalidRequest
+from . import metrics
+from .datasets import EvalSet
+
+PLANS: dict[str, dict[str, Any]] = {
+    "lexical": {"fusion": "lexical"},
+    "vector": {"fusion": "vector"},
+    "rrf": {"fusion": "rrf"},
+    "weighted": {"fusion": "weighted"},
+}
+
+
+def plan_overrides(name: str) -> dict[str, Any]:
+    """`lexical`, `vector`, `rrf`, `weighted`, or `weighted:W` with W the keyword weight (0..1)."""
+    base, _, arg = name.partition(":")
+    if base not in PLANS:
+        raise InvalidRequest(f"unknown plan {name!r}: use {', '.join(PLANS)} or weighted:KEYWORD_WEIGHT")
+    overrides = dict(PLANS[base])
+    if arg:
+        try:
+            weight = float(arg)
+        except ValueError as exc:
+            raise InvalidRequest(f"plan {name!r}: the weight must be a number") from exc
+        if base != "weighted" or not 0 <= weight <= 1:
+            raise InvalidRequest(f"plan {name!r}: only weighted takes a keyword weight from 0 to 1")
+        overrides.update(keyword_weight=weight, semantic_weight=1 - weight)
+    return overrides
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+@dataclass
+class PlanResult:
+    name: str
+    metrics: dict[str, float]
+    latency_ms: dict[str, float]
+    stages_ms: dict[str, dict[str, float]]
+    runs: dict[str, list[str]] = field(repr=False)
+    per_query: dict[str, dict[str, float]] = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{k: round(v, 4) for k, v in self.metrics.items()},
+                "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
+                "stages_ms": {s: {k: round(v, 2) for k, v in d.items()} for s, d in self.stages_ms.items()}}
+
+
+def run_plan(col: Collection, dataset: EvalSet, name: str, depth: int = 100,
+             on_query: Callable[[], None] | None = None) -> PlanResult:
+    plan = col.plan(depth, None, **plan_overrides(name))
+    runs: dict[str, list[str]] = {}
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for qid, text in dataset.queries.items():
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        hits = retrieve(text, plan, col, timings=timings)
+        totals.append((time.perf_counter() - started) * 1000)
+        for stage, ms in timings.items():
+            stages.setdefault(stage, []).append(ms)
+        seen: list[str] = []
+        for hit in hits:
+            key = str(hit.chunk_id) if dataset.unit == "chunk" else (hit.external_id or str(hit.doc_id))
+            if key not in seen:
+                seen.append(key)
+        runs[qid] = seen
+        if on_query:
+            on_query()
+    return PlanResult(
+        name=name,
+        metrics=metrics.evaluate(runs, dataset.qrels),
+        latency_ms={"p50": percentile(totals, 50), "p95": percentile(totals, 95)},
+        stages_ms={s: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for s, v in sorted(stages.items())},
+        runs=runs,
+        per_query=metrics.per_query(runs, dataset.qrels),
+    )
+
+
+@dataclass
+class EvalReport:
+    dataset: str
+    collection: str
+    embed_model: str
+    queries: int
+    depth: int
+    ingest: dict[str, Any]
+    plans: dict[str, PlanResult]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "collection": self.collection, "embed_model": self.embed_model,
+                "queries": self.queries, "depth": self.depth, "ingest": self.ingest,
+                "plans": {name: result.as_dict() for name, result in self.plans.items()}}
+
+
+def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection: str | None = None,
+             tenant: str | None = None, depth: int = 100,
+             on_progress: Callable[[str, int, int], None] | None = None) -> EvalReport:
+    """Ingest the set's corpus (idempotently: unchanged documents are no-ops and embeddings come from the
+    cache), then run every plan over every query."""
+    for name in plans:
+        plan_overrides(name)
+    if dataset.corpus is not None:
+        embedder = client._explicit_embedder() or make_embedder(client.settings.embedder, client.settings)
+        name = collection or f"eval-{dataset.name}-{embedder.name}"
+        col = client.collection(name, tenant=tenant)
+        report = col.ingest([dataset.corpus],
+                            on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
+        ingest = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
+                  "cache_hits": report.cache_hits,
+                  **{s: report.count(s) for s in ("ingested", "updated", "unchanged", "duplicate", "failed")}}
+    else:
+        if not collection:
+            raise InvalidRequest("a questions file is evaluated against an existing collection: pass --collection")
+        col = client.collection(collection, tenant=tenant, create=False)
+        ingest = {}
+    results: dict[str, PlanResult] = {}
+    for name in plans:
+        done = 0
+
+        def tick(label: str = name) -> None:
+            nonlocal done
+            done += 1
+            if on_progress:
+                on_progress(label, done, len(dataset.queries))
+
+        results[name] = run_plan(col, dataset, name, depth, on_query=tick)
+    return EvalReport(dataset=dataset.name, collection=col.name, embed_model=col.embed_model,
+                      queries=len(dataset.queries), depth=depth, ingest=ingest, plans=results)

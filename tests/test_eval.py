@@ -1,0 +1,114 @@
+"""Evaluation: metrics against hand-computed cases and trec_eval (pytrec_eval), and `ragd eval` end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from ragd.eval import metrics
+from ragd.eval.datasets import load_beir, load_questions
+from ragd.eval.runner import plan_overrides
+
+from .conftest import run_cli
+
+
+def test_metrics_hand_computed() -> None:
+    qrels = {"a": 1, "b": 2, "c": 1}
+    run = ["x", "b", "y", "a", "z"]
+    assert metrics.hit_at(run, qrels, 1) == 0.0 and metrics.hit_at(run, qrels, 2) == 1.0
+    assert metrics.mrr_at(run, qrels, 10) == 0.5
+    assert metrics.mrr_at(run, qrels, 1) == 0.0
+    assert metrics.recall_at(run, qrels, 4) == pytest.approx(2 / 3)
+    assert metrics.precision_at(run, qrels, 5) == pytest.approx(2 / 5)
+    dcg = 2 / math.log2(3) + 1 / math.log2(5)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert metrics.ndcg_at(run, qrels, 10) == pytest.approx(dcg / idcg)
+    assert metrics.ndcg_at([], qrels, 10) == 0.0
+    perfect = metrics.evaluate({"q": ["b", "a", "c"]}, {"q": qrels, "unjudged": {}})
+    assert perfect["ndcg@10"] == pytest.approx(1.0) and perfect["mrr@10"] == 1.0
+
+
+def test_metrics_match_trec_eval_on_a_random_run() -> None:
+    rng = random.Random(7)
+    docs = [f"d{i}" for i in range(300)]
+    qrels = {f"q{q}": {d: rng.choice([1, 1, 2]) for d in rng.sample(docs, rng.randint(1, 6))} for q in range(60)}
+    runs = {q: rng.sample(docs, 120) for q in qrels}
+    for q in list(runs)[:20]:  # make some rankings good
+        runs[q] = list(qrels[q]) + [d for d in runs[q] if d not in qrels[q]]
+    ours = metrics.evaluate(runs, qrels)
+    trec_run = {q: {d: float(len(ranked) - i) for i, d in enumerate(ranked)} for q, ranked in runs.items()}
+    measures = {"ndcg_cut.10", "recip_rank", "recall.10", "recall.50", "recall.100", "P.10"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(trec_run)
+
+    def mean(key: str) -> float:
+        return sum(v[key] for v in per_query.values()) / len(per_query)
+
+    assert ours["ndcg@10"] == pytest.approx(mean("ndcg_cut_10"), abs=1e-9)
+    assert ours["recall@10"] == pytest.approx(mean("recall_10"), abs=1e-9)
+    assert ours["recall@50"] == pytest.approx(mean("recall_50"), abs=1e-9)
+    assert ours["recall@100"] == pytest.approx(mean("recall_100"), abs=1e-9)
+    assert ours["precision@10"] == pytest.approx(mean("P_10"), abs=1e-9)
+    # trec_eval's recip_rank has no cut-off; with MRR@10 they agree wherever the first hit is in the top 10
+    capped = {q: r for q, r in runs.items() if any(d in qrels[q] for d in r[:10])}
+    ours_capped = metrics.evaluate(capped, {q: qrels[q] for q in capped})
+    theirs = sum(per_query[q]["recip_rank"] for q in capped) / len(capped)
+    assert ours_capped["mrr@10"] == pytest.approx(theirs, abs=1e-9)
+
+
+def write_beir(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    docs = {
+        "d1": ("Heat pumps", "Heat pumps move heat from outside air into the house."),
+        "d2": ("Solar panels", "Photovoltaic panels turn sunlight into electricity."),
+        "d3": ("Wind turbines", "Wind turbines convert the wind's kinetic energy."),
+        "d4": ("Insulation", "Good insulation keeps heat inside during winter."),
+    }
+    with open(root / "corpus.jsonl", "w") as fh:
+        for did, (title, text) in docs.items():
+            fh.write(json.dumps({"_id": did, "title": title, "text": text, "metadata": {}}) + "\n")
+    with open(root / "queries.jsonl", "w") as fh:
+        for qid, text in [("q1", "how do heat pumps work"), ("q2", "sunlight electricity"),
+                          ("q3", "wind energy"), ("q9", "not judged")]:
+            fh.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t1\n")
+    return root
+
+
+def test_beir_and_questions_loaders(tmp_path: Path) -> None:
+    beir = load_beir(write_beir(tmp_path / "tiny"))
+    assert list(beir.queries) == ["q1", "q2", "q3"] and beir.qrels["q2"] == {"d2": 1}
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('{"id": "a", "question": "q?", "relevant_doc_ids": ["x"]}\n'
+                         '{"question": "unanswerable?", "answerable": false}\n')
+    qs = load_questions(questions)
+    assert qs.queries == {"a": "q?", "2": "unanswerable?"} and qs.qrels == {"a": {"x": 1}}
+    assert qs.answerable == {"a": True, "2": False}
+    assert plan_overrides("weighted:0.3") == {"fusion": "weighted", "keyword_weight": 0.3,
+                                              "semantic_weight": pytest.approx(0.7)}
+
+
+def test_ragd_eval_end_to_end(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    root = write_beir(tmp_path / "tiny")
+    out = tmp_path / "out"
+    args = ["eval", str(root), "--plans", "lexical,vector,rrf,weighted", "--out", str(out), "--json"]
+    first = run_cli(args, cli_env)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout)
+    assert set(result["plans"]) == {"lexical", "vector", "rrf", "weighted"}
+    lexical = result["plans"]["lexical"]
+    assert lexical["ndcg@10"] == pytest.approx(1.0) and lexical["recall@100"] == 1.0
+    assert set(lexical["latency_ms"]) == {"p50", "p95"} and "lexical" in lexical["stages_ms"]
+    assert result["ingest"]["ingested"] == 4 and result["ingest"]["embedded"] == 4
+    assert {p.name for p in out.iterdir()} >= {"results.json", "results.csv", "per_query.csv"}
+    second = json.loads(run_cli(args, cli_env).stdout)
+    assert second["ingest"]["unchanged"] == 4 and second["ingest"]["embedded"] == 0  # nothing embedded again
+    assert second["plans"]["lexical"]["ndcg@10"] == lexical["ndcg@10"]
+    gate = run_cli(["eval", str(root), "--plans", "lexical", "--fail-under", "lexical:ndcg@10=1.01"], cli_env)
+    assert gate.returncode == 5 and "quality gate failed: lexical ndcg@10 = 1.0000 < 1.01" in gate.stderr
+    human = run_cli(["eval", str(root), "--plans", "rrf"], cli_env)
+    assert human.returncode == 0 and "ndcg@10" in human.stdout and "latency per stage" in human.stdout
