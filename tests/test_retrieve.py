@@ -177,3 +177,34 @@ def test_result_cache_serves_repeats_and_invalidates_on_change(settings: Setting
         assert (uncached.cache.info.hits, uncached.cache.info.misses) == (0, 0)
     finally:
         uncached.close()
+
+
+@pytest.mark.parametrize("query", ["record alpha bravo item17", "record zulu yankee", "alphabravo charliedelta record",
+                                   "record record tango item900 sierra", "echo golf hotel india juliet kilo"])
+def test_bm25_pruned_paths_equal_the_full_scan(client: ragd.Ragd, big: ragd.Collection, query: str) -> None:
+    from ragd.retrieve.legs import plan_lexical
+    from ragd.store import queries
+
+    def ranked(plan: object) -> list[tuple[str, float]]:
+        with client.store.tenant(big.tenant) as conn:
+            return [(str(r[0]), r[1]) for r in conn.execute(plan.statement, plan.params)]  # type: ignore[attr-defined]
+
+    for limit in (5, 50):
+        for filters in (Filters(), Filters(tags_any=("rare",)), Filters(metadata=(("group", 2),))):
+            with client.store.tenant(big.tenant) as conn:
+                full = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
+                                    filters=filters, full_scan_postings=10**9, filtered_first=0)
+                pruned = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
+                                      filters=filters, full_scan_postings=0, seed_postings=40, filtered_first=0)
+                first = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
+                                     filters=filters, filtered_first=10**9)
+            assert full.mode == "full" and first.mode == ("full" if filters.empty else "filtered")
+            expected = ranked(full)
+            assert expected, query
+            assert ranked(pruned) == expected, (pruned.mode, limit, filters)
+            assert ranked(first) == expected, (limit, filters)
+            if filters.empty and limit == 5 and "record" in query:  # "record" is in every chunk: prunable
+                assert pruned.mode == "maxscore", query  # the pruned path really ran
+                with client.store.tenant(big.tenant) as conn:
+                    assert full.statement is not None
+                    assert queries.lexical_sql(filters).as_string(conn) == full.statement.as_string(conn)

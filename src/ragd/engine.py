@@ -29,7 +29,7 @@ from .rerank import rerank
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
-from .retrieve.legs import lexical_leg, lexical_params, prepare_vector_scan, vector_leg, vector_sql
+from .retrieve.legs import lexical_leg, plan_lexical, prepare_vector_scan, vector_leg, vector_sql
 from .store import Store, queries
 from .store.postgres import check_tenant
 from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
@@ -254,9 +254,10 @@ class Collection:
                           "qvec": qvec, "limit": full.k_vec + 10}
                 out.append(_explain(conn, "vector (exact)" if exact else "vector (hnsw)", stmt, params, analyze))
             if full.fusion != "vector":
-                stmt = queries.lexical_sql(full.filters)
-                params = lexical_params(self.collection_id, query, full.filters, full.k_lex)
-                out.append(_explain(conn, "lexical (bm25)", stmt, params, analyze))
+                lex = plan_lexical(conn, collection_id=self.collection_id, query=query, limit=full.k_lex,
+                                   filters=full.filters)
+                if lex.statement is not None:
+                    out.append(_explain(conn, f"lexical (bm25, {lex.mode})", lex.statement, lex.params, analyze))
         return out
 
     # -- documents and runs -------------------------------------------------------------------

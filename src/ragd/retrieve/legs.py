@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -117,23 +119,69 @@ def vector_leg(
     return _ranked(hydrate(conn, scored), "vector", limit)
 
 
-def lexical_params(collection_id: uuid.UUID, query: str, filters: Filters, limit: int) -> dict[str, Any]:
+FULL_SCAN_POSTINGS = 20_000  # below this many postings, score them all in one pass
+SEED_POSTINGS = 8_000  # MaxScore: rarest terms scored first to find the threshold
+FILTERED_FIRST = 20_000  # a filter matching at most this many chunks is scored from the chunks' side
+
+
+@dataclass(frozen=True)
+class LexicalPlan:
+    """How the BM25 leg runs for one query, decided from the maintained term statistics."""
+
+    mode: str  # "empty" | "full" | "filtered" | "maxscore"
+    params: dict[str, Any]
+    statement: sql.Composed | None
+
+
+def bm25_weights(rows: list[tuple[str, int, int, int]]) -> tuple[list[str], list[float], float]:
+    """Terms (rarest first), their idf, and the average chunk length, from (term, df, n_chunks, total_len)."""
+    n, total = rows[0][2], rows[0][3]
+    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _ in rows]
+    return [r[0] for r in rows], idfs, max(total / n, 1.0) if n else 1.0
+
+
+def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int,
+                 filters: Filters, full_scan_postings: int = FULL_SCAN_POSTINGS, seed_postings: int = SEED_POSTINGS,
+                 filtered_first: int = FILTERED_FIRST) -> LexicalPlan:
+    rows = conn.execute(queries.LEXICAL_TERM_STATS, {"query": query, "collection_id": collection_id}).fetchall()
+    if not rows:
+        return LexicalPlan("empty", {}, None)
+    terms, idfs, avg_len = bm25_weights(rows)
     _, fparams = queries.filter_clause(filters)
-    return {
-        **fparams,
-        "collection_id": collection_id,
-        "query": query,
-        "limit": limit,
-        "k1": BM25_K1,
-        "b": BM25_B,
-    }
+    params: dict[str, Any] = {**fparams, "collection_id": collection_id, "terms": terms, "idfs": idfs,
+                              "avg_len": avg_len, "k1": BM25_K1, "b": BM25_B, "limit": limit}
+    if not filters.empty:
+        row = conn.execute(queries.count_filtered_sql(filters),
+                           {**fparams, "collection_id": collection_id, "cap": filtered_first + 1}).fetchone()
+        if row is not None and int(row[0]) <= filtered_first:
+            return LexicalPlan("filtered", params, queries.lexical_candidates_sql(filters, filtered_first=True))
+    dfs = [int(r[1]) for r in rows]
+    if sum(dfs) <= full_scan_postings or len(terms) == 1:
+        return LexicalPlan("full", params, queries.lexical_sql(filters))
+    seed = 1
+    while seed < len(terms) and sum(dfs[: seed + 1]) <= seed_postings:
+        seed += 1
+    found = conn.execute(queries.lexical_threshold_sql(filters),
+                         {**params, "terms": terms[:seed], "idfs": idfs[:seed], "offset": limit - 1}).fetchone()
+    theta = float(found[0]) if found else 0.0
+    # MaxScore: the commonest terms whose upper bounds sum below theta cannot lift a chunk into the top
+    # `limit` on their own, so only chunks holding one of the other (essential) terms are candidates.
+    bound, cut = 0.0, len(terms)
+    while cut > 0 and bound + idfs[cut - 1] * (BM25_K1 + 1) < theta:
+        cut -= 1
+        bound += idfs[cut] * (BM25_K1 + 1)
+    if cut == len(terms):
+        return LexicalPlan("full", params, queries.lexical_sql(filters))
+    return LexicalPlan("maxscore", {**params, "essential": terms[:cut]},
+                       queries.lexical_candidates_sql(filters, filtered_first=False))
 
 
 def lexical_leg(
     conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int, filters: Filters
 ) -> list[Candidate]:
-    """Top `limit` by BM25 over the active chunks that pass the filters."""
-    rows = conn.execute(
-        queries.lexical_sql(filters), lexical_params(collection_id, query, filters, limit)
-    ).fetchall()
+    """Top `limit` by BM25 (k1 1.2, b 0.75) over the active chunks that pass the filters; exact in every mode."""
+    plan = plan_lexical(conn, collection_id=collection_id, query=query, limit=limit, filters=filters)
+    if plan.statement is None:
+        return []
+    rows = conn.execute(plan.statement, plan.params).fetchall()
     return _ranked(hydrate(conn, [(row[0], float(row[1])) for row in rows]), "lexical", limit)

@@ -323,29 +323,70 @@ def count_filtered_sql(filters: Filters) -> sql.Composed:
     ).format(where=where)
 
 
-def lexical_sql(filters: Filters) -> sql.Composed:
-    """BM25 (k1, b as parameters) over the collection's postings; query terms are OR-ed.
+LEXICAL_TERM_STATS = """
+WITH q AS (SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('english', %(query)s)) t)
+SELECT lt.term, lt.df, s.n_chunks, s.total_len
+FROM lexical_terms lt JOIN q ON q.term = lt.term
+JOIN lexical_stats s ON s.collection_id = lt.collection_id
+WHERE lt.collection_id = %(collection_id)s AND lt.df > 0
+ORDER BY lt.df, lt.term"""
 
-    Scores are rounded so that floating-point summation order cannot reorder ties, and ties at the
-    cut-off are resolved by (doc_id, chunk_index).
-    """
+# BM25 of one posting; %(k1)s, %(b)s and %(avg_len)s are parameters, w.idf comes from the query's terms.
+_BM25 = ("w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / %(avg_len)s))")
+_WEIGHTS = "w AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf))"
+# Scores are rounded so that summation order cannot reorder ties; ties at the cut-off go by (doc_id, chunk_index).
+_RANKED = (
+    "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
+    "SELECT sc.chunk_id, sc.score FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id "
+    "WHERE sc.score >= (SELECT min(score) FROM top) "
+    "ORDER BY sc.score DESC, c2.doc_id, c2.chunk_index LIMIT %(limit)s"
+)
+
+
+def _filter_join(filters: Filters, posting: str = "p") -> sql.Composable:
+    if filters.empty:
+        return sql.SQL("")
     where, _ = filter_clause(filters)
-    join = sql.SQL("") if filters.empty else sql.SQL(
-        "JOIN chunks c ON c.chunk_id = p.chunk_id AND c.is_active AND {where} "
-    ).format(where=where)
+    return sql.SQL("JOIN chunks c ON c.chunk_id = {}.chunk_id AND c.is_active AND {} ").format(
+        sql.Identifier(posting), where)
+
+
+def lexical_sql(filters: Filters) -> sql.Composed:
+    """BM25 over every posting of the query's terms (OR-ed): exact, for small posting totals."""
     return sql.SQL(
-        "WITH q AS (SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('english', %(query)s)) t), "
-        "s AS (SELECT n_chunks::float8 AS n, GREATEST(total_len::float8 / NULLIF(n_chunks, 0), 1) AS avg_len "
-        "      FROM lexical_stats WHERE collection_id = %(collection_id)s), "
-        "w AS (SELECT lt.term, ln(1 + (s.n - lt.df + 0.5) / (lt.df + 0.5)) AS idf, s.avg_len "
-        "      FROM lexical_terms lt JOIN q ON q.term = lt.term CROSS JOIN s "
-        "      WHERE lt.collection_id = %(collection_id)s AND lt.df > 0), "
-        "scored AS (SELECT p.chunk_id, round(sum(w.idf * p.tf * (%(k1)s + 1) / "
-        "             (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / w.avg_len)))::numeric, 9)::float8 AS score "
+        "WITH " + _WEIGHTS + ", "
+        "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
         "           FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
-        "           {join}GROUP BY p.chunk_id), "
-        "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
-        "SELECT sc.chunk_id, sc.score FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id "
-        "WHERE sc.score >= (SELECT min(score) FROM top) "
-        "ORDER BY sc.score DESC, c2.doc_id, c2.chunk_index LIMIT %(limit)s"
-    ).format(join=join)
+        "           {join}GROUP BY p.chunk_id), " + _RANKED
+    ).format(join=_filter_join(filters))
+
+
+def lexical_threshold_sql(filters: Filters) -> sql.Composed:
+    """The k-th best partial BM25 score over the seed (rarest) terms: a lower bound of the k-th best full score."""
+    return sql.SQL(
+        "WITH " + _WEIGHTS + " "
+        "SELECT sum(" + _BM25 + ") AS score "
+        "FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
+        "{join}GROUP BY p.chunk_id ORDER BY score DESC OFFSET %(offset)s LIMIT 1"
+    ).format(join=_filter_join(filters))
+
+
+def lexical_candidates_sql(filters: Filters, *, filtered_first: bool) -> sql.Composed:
+    """Full BM25 for a candidate set: chunks holding an essential term (MaxScore), or, for selective filters,
+    the filtered chunks themselves. Postings are reached through the (chunk_id, term) key."""
+    if filtered_first:
+        where, _ = filter_clause(filters)
+        cand = sql.SQL(
+            "cand AS (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active "
+            "AND {}), ").format(where)
+    else:
+        cand = sql.SQL(
+            "cand AS (SELECT DISTINCT p.chunk_id FROM lexical_postings p {join}"
+            "WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(essential)s::text[])), "
+        ).format(join=_filter_join(filters))
+    return sql.SQL(
+        "WITH " + _WEIGHTS + ", {cand}"
+        "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
+        "           FROM cand JOIN lexical_postings p ON p.chunk_id = cand.chunk_id "
+        "           AND p.term = ANY(%(terms)s::text[]) JOIN w ON w.term = p.term GROUP BY p.chunk_id), " + _RANKED
+    ).format(cand=cand)
