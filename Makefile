@@ -4,7 +4,10 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo test setup bench lint clean
+.PHONY: demo test setup bench lint quality clean
+SCIFACT ?= ../shared/data/beir/scifact
+# BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
+LEXICAL_FLOOR ?= 0.685
 
 $(BIN)/ragd: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,6 +25,14 @@ demo: setup
 ## The whole test suite against a real embedded PostgreSQL.
 test: setup
 	$(BIN)/python -m pytest -q
+
+## Retrieval-quality gate: the BM25 leg on BEIR SciFact, in a throw-away RAGD_HOME.
+quality: setup
+	@test -d $(SCIFACT) || { echo "quality gate: $(SCIFACT) not found (shared/data beside the repo)"; exit 1; }
+	@home=$$(mktemp -d); \
+	RAGD_HOME=$$home $(BIN)/ragd eval $(SCIFACT) --plans lexical --embedder hash \
+		--fail-under lexical:ndcg@10=$(LEXICAL_FLOOR) --out $$home/eval; rc=$$?; \
+	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
 
 bench: setup
 	$(BIN)/python bench/ingest_throughput.py

@@ -112,3 +112,22 @@ def test_ragd_eval_end_to_end(tmp_path: Path, cli_env: dict[str, str]) -> None:
     assert gate.returncode == 5 and "quality gate failed: lexical ndcg@10 = 1.0000 < 1.01" in gate.stderr
     human = run_cli(["eval", str(root), "--plans", "rrf"], cli_env)
     assert human.returncode == 0 and "ndcg@10" in human.stdout and "latency per stage" in human.stdout
+
+
+def test_squad_loader_and_head(tmp_path: Path) -> None:
+    from ragd.eval.datasets import load
+
+    squad = tmp_path / "squad.json"
+    squad.write_text(json.dumps({"version": "v2.0", "data": [{"title": "Solar_power", "paragraphs": [
+        {"context": "Panels convert light.", "qas": [
+            {"id": "a1", "question": "What do panels convert?", "answers": [{"text": "light"}], "is_impossible": False},
+            {"id": "a2", "question": "Who invented panels?", "answers": [], "is_impossible": True}]},
+        {"context": "Inverters change DC to AC.", "qas": [
+            {"id": "b1", "question": "What changes DC to AC?", "answers": [{"text": "Inverters"}]}]}]}]}))
+    ds = load(squad)
+    assert [d["id"] for d in ds.documents] == ["Solar_power/0", "Solar_power/1"]
+    assert ds.documents[0]["title"] == "Solar power"
+    assert ds.qrels == {"a1": {"Solar_power/0": 1}, "b1": {"Solar_power/1": 1}}
+    assert ds.answerable == {"a1": True, "a2": False, "b1": True}
+    first = ds.head(2)
+    assert list(first.queries) == ["a1", "a2"] and list(first.qrels) == ["a1"]

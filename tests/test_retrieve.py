@@ -54,7 +54,7 @@ def test_rare_filter_still_returns_k_rows(settings: Settings, big: ragd.Collecti
     client = ragd.connect(settings=settings.model_copy(update={"exact_scan_threshold": exact_threshold}))
     try:
         col = client.collection(big.name)
-        for fusion in ("vector", "lexical", "rrf"):
+        for fusion in ("vector", "lexical", "rrf", "weighted"):
             hits = col.search("record alpha bravo charlie", k=10, filters={"tags_any": ["rare"]}, fusion=fusion)
             assert len(hits) == 10, (fusion, exact_threshold)
             assert all("rare" in h.tags for h in hits)
@@ -79,7 +79,7 @@ def test_hnsw_recall_against_exact_search(big: ragd.Collection) -> None:
 
 
 def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
-    hits = big.search("item42", k=5)
+    hits = big.search("item42", k=5, fusion="rrf")
     assert hits[0].external_id == "d0042"
     assert hits[0].lexical_rank == 1 and hits[0].vector_rank is not None
     assert hits[0].fused_score == pytest.approx(1 / 61 + 1 / (60 + hits[0].vector_rank))

@@ -147,7 +147,7 @@ def _print_report(report: Any, collection: str) -> None:
 @click.option("--k", "-k", default=12, show_default=True, type=click.IntRange(1, 1000), help="Results to return.")
 @click.option("--filter", "-f", "filters", multiple=True,
               help="tag=X (any), tags_all=a,b, doc=ID, id=EXTERNAL_ID, meta.KEY=VALUE, or one JSON object.")
-@click.option("--fusion", type=click.Choice(["rrf", "weighted", "vector", "lexical"]), default="rrf",
+@click.option("--fusion", type=click.Choice(["rrf", "weighted", "vector", "lexical"]), default="weighted",
               show_default=True, help="Hybrid fusion method, or a single leg.")
 @click.option("--keyword-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: lexical weight.")
 @click.option("--semantic-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: vector weight.")
@@ -201,13 +201,16 @@ QUALITY_EXIT = 5
 @click.option("--depth", default=100, show_default=True, type=click.IntRange(10, 1000),
               help="Results per query (pools grow to match).")
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for results.json/csv, per_query.csv, chart.png.")
+@click.option("--max-queries", type=click.IntRange(1), help="Evaluate only the first N queries (file order).")
 @click.option("--fail-under", multiple=True, metavar="PLAN:METRIC=VALUE",
               help="Exit 5 when a plan scores below the value, e.g. lexical:ndcg@10=0.67 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
 @handle_errors
 def eval_command(path: Path, plans: str, collection: str | None, tenant: str | None, embedder: str | None,
-                 depth: int, out: Path | None, fail_under: Sequence[str], as_json: bool) -> None:
-    """Measure retrieval quality on a BEIR directory or a questions JSONL file, several plans side by side."""
+                 depth: int, out: Path | None, max_queries: int | None, fail_under: Sequence[str],
+                 as_json: bool) -> None:
+    """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
+    ragd questions JSONL file (against --collection)."""
     from .engine import connect
     from .eval import report as eval_report
     from .eval.datasets import load
@@ -215,7 +218,7 @@ def eval_command(path: Path, plans: str, collection: str | None, tenant: str | N
 
     gates = [_parse_gate(g) for g in fail_under]
     names = [p.strip() for p in plans.split(",") if p.strip()]
-    dataset = load(path)
+    dataset = load(path).head(max_queries)
     client = connect(settings=settings_for(embedder))
     click.get_current_context().call_on_close(client.close)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),

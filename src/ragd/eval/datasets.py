@@ -28,6 +28,21 @@ class EvalSet:
     corpus: Path | None = None
     unit: Unit = "doc"
     answerable: dict[str, bool] = field(default_factory=dict)
+    documents: tuple[dict[str, str], ...] = ()  # an in-memory corpus (SQuAD paragraphs)
+
+    @property
+    def has_corpus(self) -> bool:
+        return self.corpus is not None or bool(self.documents)
+
+    def head(self, n: int | None) -> EvalSet:
+        """The first n queries in file order (all when n is None)."""
+        if n is None or n >= len(self.queries):
+            return self
+        keep = list(self.queries)[:n]
+        return EvalSet(name=self.name, queries={q: self.queries[q] for q in keep},
+                       qrels={q: self.qrels[q] for q in keep if q in self.qrels}, corpus=self.corpus,
+                       unit=self.unit, answerable={q: self.answerable[q] for q in keep if q in self.answerable},
+                       documents=self.documents)
 
 
 def _slug(name: str) -> str:
@@ -37,6 +52,8 @@ def _slug(name: str) -> str:
 def load(path: Path, split: str = "test") -> EvalSet:
     if path.is_dir():
         return load_beir(path, split)
+    if path.is_file() and path.suffix == ".json":
+        return load_squad(path)
     if path.is_file():
         return load_questions(path)
     raise InvalidRequest(f"{path}: no such evaluation set (a BEIR directory or a questions .jsonl file)")
@@ -64,6 +81,30 @@ def load_beir(root: Path, split: str = "test") -> EvalSet:
     if unknown:
         raise InvalidRequest(f"{qrels_file}: {len(unknown)} judged queries are missing from queries.jsonl")
     return EvalSet(name=_slug(root.name), queries=queries, qrels=qrels, corpus=corpus)
+
+
+def load_squad(path: Path) -> EvalSet:
+    """A SQuAD 2.0 JSON file: each paragraph is a document (`<title>/<n>`), each answerable question is judged
+    relevant to its paragraph; unanswerable questions are kept (answerable: false) but carry no judgements."""
+    try:
+        articles = json.loads(path.read_text(encoding="utf-8"))["data"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidRequest(f"{path}: not a SQuAD JSON file: {exc}") from exc
+    documents: list[dict[str, str]] = []
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    answerable: dict[str, bool] = {}
+    for article in articles:
+        for number, para in enumerate(article["paragraphs"]):
+            doc_id = f"{article['title']}/{number}"
+            documents.append({"id": doc_id, "title": str(article["title"]).replace("_", " "), "text": para["context"]})
+            for qa in para["qas"]:
+                queries[qa["id"]] = qa["question"]
+                answerable[qa["id"]] = not qa.get("is_impossible", False)
+                if answerable[qa["id"]]:
+                    qrels[qa["id"]] = {doc_id: 1}
+    return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, answerable=answerable,
+                   documents=tuple(documents))
 
 
 def load_questions(path: Path) -> EvalSet:

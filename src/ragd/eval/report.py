@@ -62,7 +62,8 @@ def chart(report: EvalReport, path: Path) -> bool:
         bars = quality.bar([x + i * width for x in range(len(names))], values, width, label=metric)
         quality.bar_label(bars, fmt="%.3f", fontsize=6, rotation=90, padding=2)
     quality.set_xticks([x + width * (len(shown) - 1) / 2 for x in range(len(names))], names)
-    quality.set_ylim(0, 1.1)
+    quality.set_ylim(0, 1.18)
+    quality.tick_params(axis="x", rotation=25, labelsize=8)
     quality.set_title(f"{report.dataset}: quality ({report.queries} queries, {report.embed_model})")
     quality.legend(fontsize=7, loc="upper left", ncols=4)
     p50 = [report.plans[n].latency_ms["p50"] for n in names]
@@ -70,6 +71,7 @@ def chart(report: EvalReport, path: Path) -> bool:
     latency.bar([x - 0.2 for x in range(len(names))], p50, 0.4, label="p50")
     latency.bar([x + 0.2 for x in range(len(names))], p95, 0.4, label="p95")
     latency.set_xticks(range(len(names)), names)
+    latency.tick_params(axis="x", rotation=25, labelsize=8)
     latency.set_ylabel("ms")
     latency.set_title("latency per query")
     latency.legend(fontsize=7)

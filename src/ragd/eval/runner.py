@@ -16,9 +16,13 @@ from .datasets import EvalSet
 PLANS: dict[str, dict[str, Any]] = {
     "lexical": {"fusion": "lexical"},
     "vector": {"fusion": "vector"},
+    "vector-exact": {"fusion": "vector", "exact": True},
     "rrf": {"fusion": "rrf"},
     "weighted": {"fusion": "weighted"},
 }
+
+
+WARM_UP = 5  # untimed queries per plan before measuring
 
 
 def plan_overrides(name: str) -> dict[str, Any]:
@@ -63,6 +67,8 @@ class PlanResult:
 def run_plan(col: Collection, dataset: EvalSet, name: str, depth: int = 100,
              on_query: Callable[[], None] | None = None) -> PlanResult:
     plan = col.plan(depth, None, **plan_overrides(name))
+    for text in list(dataset.queries.values())[:WARM_UP]:  # warm caches so plan order does not skew latency
+        retrieve(text, plan, col)
     runs: dict[str, list[str]] = {}
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
@@ -114,11 +120,11 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
     cache), then run every plan over every query."""
     for name in plans:
         plan_overrides(name)
-    if dataset.corpus is not None:
+    if dataset.has_corpus:
         embedder = client._explicit_embedder() or make_embedder(client.settings.embedder, client.settings)
         name = collection or f"eval-{dataset.name}-{embedder.name}"
         col = client.collection(name, tenant=tenant)
-        report = col.ingest([dataset.corpus],
+        report = col.ingest([dataset.corpus] if dataset.corpus else [], documents=dataset.documents,
                             on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
         ingest = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
                   "cache_hits": report.cache_hits,
@@ -129,6 +135,9 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
         col = client.collection(collection, tenant=tenant, create=False)
         ingest = {}
     results: dict[str, PlanResult] = {}
+    judged = sum(1 for q in dataset.queries if dataset.qrels.get(q))
+    if judged == 0:
+        raise InvalidRequest(f"{dataset.name}: no query has a relevance judgement")
     for name in plans:
         done = 0
 
