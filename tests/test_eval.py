@@ -131,3 +131,24 @@ def test_squad_loader_and_head(tmp_path: Path) -> None:
     assert ds.answerable == {"a1": True, "a2": False, "b1": True}
     first = ds.head(2)
     assert list(first.queries) == ["a1", "a2"] and list(first.qrels) == ["a1"]
+
+
+def test_questions_file_against_an_existing_collection(client, name: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                       cli_env: dict[str, str]) -> None:
+    client.collection(name).ingest(documents=[
+        {"id": "leave", "title": "Parental leave", "text": "Parents in Germany may take Elternzeit for three years."},
+        {"id": "travel", "title": "Travel", "text": "Book flights through the travel portal."},
+        {"id": "security", "title": "Security", "text": "Report a stolen laptop within one hour."}])
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "q1", "question": "How long is Elternzeit?", "relevant_doc_ids": ["leave"]},
+        {"id": "q2", "question": "my laptop was stolen", "relevant_doc_ids": ["security"]},
+        {"id": "q3", "question": "What is the CEO's salary?", "answerable": False}]) + "\n")
+    done = run_cli(["eval", str(questions), "--collection", name, "--plans", "lexical,weighted", "--json",
+                    "--out", str(tmp_path / "out")], cli_env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["queries"] == 3 and result["ingest"] == {}
+    assert result["plans"]["weighted"]["hit@10"] == 1.0
+    missing = run_cli(["eval", str(questions), "--plans", "lexical"], cli_env)
+    assert missing.returncode == 2 and "pass --collection" in missing.stderr
