@@ -208,3 +208,20 @@ def test_bm25_pruned_paths_equal_the_full_scan(client: ragd.Ragd, big: ragd.Coll
                 with client.store.tenant(big.tenant) as conn:
                     assert full.statement is not None
                     assert queries.lexical_sql(filters).as_string(conn) == full.statement.as_string(conn)
+
+
+def test_filters_use_indexes_under_row_level_security(client: ragd.Ragd, big: ragd.Collection) -> None:
+    """Tag and metadata filters are text equalities on document_filter_values, so the planner may use its
+    btree for a tenant session (array and jsonb operators are not LEAKPROOF and could not be)."""
+    from ragd.store import queries
+
+    for filters in (Filters(tags_any=("rare",)), Filters(metadata=(("rare", True),))):
+        where, params = queries.filter_clause(filters)
+        stmt = queries.count_filtered_sql(filters)
+        with client.store.tenant(big.tenant) as conn:
+            conn.execute("SET LOCAL enable_seqscan = off")  # small table: ask whether an index *can* serve it
+            plan = "\n".join(r[0] for r in conn.execute(
+                b"EXPLAIN " + stmt.as_bytes(conn), {**params, "collection_id": big.collection_id, "cap": 100}))
+        assert "document_filter_values_lookup" in plan, plan
+        assert big.search("record", k=20, filters=filters, fusion="lexical")
+        assert len(big.search("record", k=20, filters=filters, fusion="lexical")) == 12

@@ -22,6 +22,7 @@ def test_rls_hides_other_tenants_rows_from_raw_queries(client: ragd.Ragd, name: 
         assert conn.execute("SELECT count(*) FROM chunk_embeddings WHERE tenant_id = 'globex'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM lexical_postings WHERE tenant_id = 'globex'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM collections WHERE tenant_id = 'globex'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM document_filter_values WHERE tenant_id = 'globex'").fetchone()[0] == 0
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         with client.store.tenant("acme") as conn:
             conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('globex2', 'x')")

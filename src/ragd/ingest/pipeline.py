@@ -293,6 +293,10 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             changing.append(p.doc_id)
             assert p.version_id is not None
             activate.append(p.version_id)
+        written = sorted({p.doc_id for p in batch if p.action in ("new", "reactivate", "labels")}, key=str)
+        if written:
+            conn.execute(queries.CLEAR_FILTER_VALUES, {"doc_ids": written})
+            conn.execute(queries.WRITE_FILTER_VALUES, {"doc_ids": written})
         retire = [r[0] for r in conn.execute(queries.ACTIVE_VERSIONS_OF_MANY, {"doc_ids": changing})]
         if retire:
             for statement in queries.RETIRE_VERSIONS:

@@ -126,6 +126,16 @@ VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(embed_model)s, %(embed
 # Tags and metadata changed while the content did not: update the live chunks in place.
 UPDATE_CHUNK_TAGS = "UPDATE chunks SET tags = %(tags)s WHERE doc_version_id = %(doc_version_id)s"
 
+# Rewrite the filter values of documents whose tags or metadata may have changed.
+CLEAR_FILTER_VALUES = "DELETE FROM document_filter_values WHERE doc_id = ANY(%(doc_ids)s)"
+WRITE_FILTER_VALUES = """
+INSERT INTO document_filter_values (doc_id, tenant_id, collection_id, field, value)
+SELECT d.doc_id, d.tenant_id, d.collection_id, 'tags', t FROM documents d, unnest(d.tags) t
+WHERE d.doc_id = ANY(%(doc_ids)s)
+UNION
+SELECT d.doc_id, d.tenant_id, d.collection_id, 'metadata.' || m.key, m.value::text
+FROM documents d, jsonb_each(d.metadata) m WHERE d.doc_id = ANY(%(doc_ids)s)"""
+
 # Retiring and activating versions keeps chunks, embeddings and the BM25 statistics in step.
 # Each list runs in order, in the caller's transaction, for an array of version ids.
 RETIRE_VERSIONS = [
@@ -248,32 +258,36 @@ WHERE c.chunk_id = ANY(%(ids)s) AND c.is_active"""
 
 
 def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, dict[str, Any]]:
-    """WHERE conditions on the chunks table for a Filters value (always true when empty)."""
+    """WHERE conditions on the chunks table for a Filters value (always true when empty).
+
+    Only LEAKPROOF operators (uuid, text and timestamp comparisons) touch table columns, so every condition
+    can use an index under row-level security; tags and metadata go through document_filter_values. The
+    statement must bind %(collection_id)s."""
     col = sql.Identifier(alias)
     parts: list[sql.Composable] = [sql.SQL("TRUE")]
     params: dict[str, Any] = {}
+    lookup = ("{}.doc_id IN (SELECT f.doc_id FROM document_filter_values f "
+              "WHERE f.collection_id = %(collection_id)s AND f.field = {} AND ")
     if filters.tags_any:
-        parts.append(sql.SQL("{}.tags && %(f_tags_any)s::text[]").format(col))
+        parts.append(sql.SQL(lookup + "f.value = ANY(%(f_tags_any)s::text[]))").format(col, sql.Literal("tags")))
         params["f_tags_any"] = list(filters.tags_any)
     if filters.tags_all:
-        parts.append(sql.SQL("{}.tags @> %(f_tags_all)s::text[]").format(col))
+        parts.append(sql.SQL(lookup + "f.value = ANY(%(f_tags_all)s::text[]) "
+                             "GROUP BY f.doc_id HAVING count(*) = %(f_tags_all_n)s)").format(col, sql.Literal("tags")))
         params["f_tags_all"] = list(filters.tags_all)
-    if filters.metadata:
-        conds: list[sql.Composable] = [sql.SQL("d.metadata @> %(f_meta)s::jsonb")]
-        params["f_meta"] = json.dumps(dict(filters.metadata), sort_keys=True)
-        for i, (key, value) in enumerate(filters.metadata):
-            conds.append(sql.SQL("(d.metadata -> %({k})s) = %({v})s::jsonb").format(
-                k=sql.SQL(f"f_mk{i}"), v=sql.SQL(f"f_mv{i}")))
-            params[f"f_mk{i}"] = key
-            params[f"f_mv{i}"] = json.dumps(value, sort_keys=True)
-        parts.append(sql.SQL("EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = {}.doc_id AND {})").format(
-            col, sql.SQL(" AND ").join(conds)))
+        params["f_tags_all_n"] = len(set(filters.tags_all))
+    for i, (key, value) in enumerate(filters.metadata):
+        parts.append(sql.SQL(lookup + "f.value = ({}::jsonb)::text)").format(
+            col, sql.Placeholder(f"f_mk{i}"), sql.Placeholder(f"f_mv{i}")))
+        params[f"f_mk{i}"] = f"metadata.{key}"
+        params[f"f_mv{i}"] = json.dumps(value, sort_keys=True)
     if filters.doc_ids:
         parts.append(sql.SQL("{}.doc_id = ANY(%(f_doc_ids)s::uuid[])").format(col))
         params["f_doc_ids"] = list(filters.doc_ids)
     if filters.external_ids:
         parts.append(sql.SQL(
-            "{}.doc_id IN (SELECT doc_id FROM documents WHERE external_id = ANY(%(f_ext_ids)s::text[]))"
+            "{}.doc_id IN (SELECT doc_id FROM documents WHERE collection_id = %(collection_id)s "
+            "AND external_id = ANY(%(f_ext_ids)s::text[]))"
         ).format(col))
         params["f_ext_ids"] = list(filters.external_ids)
     if filters.effective_from:
