@@ -216,12 +216,11 @@ def test_filters_use_indexes_under_row_level_security(client: ragd.Ragd, big: ra
     from ragd.store import queries
 
     for filters in (Filters(tags_any=("rare",)), Filters(metadata=(("rare", True),))):
-        where, params = queries.filter_clause(filters)
+        _, params = queries.filter_clause(filters)
         stmt = queries.count_filtered_sql(filters)
         with client.store.tenant(big.tenant) as conn:
             conn.execute("SET LOCAL enable_seqscan = off")  # small table: ask whether an index *can* serve it
             plan = "\n".join(r[0] for r in conn.execute(
                 b"EXPLAIN " + stmt.as_bytes(conn), {**params, "collection_id": big.collection_id, "cap": 100}))
         assert "document_filter_values_lookup" in plan, plan
-        assert big.search("record", k=20, filters=filters, fusion="lexical")
         assert len(big.search("record", k=20, filters=filters, fusion="lexical")) == 12
