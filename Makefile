@@ -37,6 +37,7 @@ quality: setup
 bench: setup
 	$(BIN)/python bench/ingest_throughput.py
 	$(BIN)/python bench/search_latency.py
+	$(BIN)/python bench/hnsw_recall.py
 
 lint: setup
 	$(BIN)/ruff check src tests bench
