@@ -154,7 +154,7 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
         row = conn.execute(queries.count_filtered_sql(filters),
                            {**fparams, "collection_id": collection_id, "cap": filtered_first + 1}).fetchone()
         if row is not None and int(row[0]) <= filtered_first:
-            return LexicalPlan("filtered", params, queries.lexical_candidates_sql(filters, filtered_first=True))
+            return LexicalPlan("filtered", params, queries.lexical_filtered_sql(filters))
     dfs = [int(r[1]) for r in rows]
     if sum(dfs) <= full_scan_postings or len(terms) == 1:
         return LexicalPlan("full", params, queries.lexical_sql(filters))
@@ -170,10 +170,9 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     while cut > 0 and bound + idfs[cut - 1] * (BM25_K1 + 1) < theta:
         cut -= 1
         bound += idfs[cut] * (BM25_K1 + 1)
-    if cut == len(terms):
-        return LexicalPlan("full", params, queries.lexical_sql(filters))
-    return LexicalPlan("maxscore", {**params, "essential": terms[:cut]},
-                       queries.lexical_candidates_sql(filters, filtered_first=False))
+    # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
+    return LexicalPlan("maxscore", {**params, "essential": terms[:cut], "rest": terms[cut:], "ub_rest": bound},
+                       queries.lexical_maxscore_sql(filters))
 
 
 def lexical_leg(

@@ -385,19 +385,36 @@ def lexical_threshold_sql(filters: Filters) -> sql.Composed:
     ).format(join=_filter_join(filters))
 
 
-def lexical_candidates_sql(filters: Filters, *, filtered_first: bool) -> sql.Composed:
-    """Full BM25 for a candidate set: chunks holding an essential term (MaxScore), or, for selective filters,
-    the filtered chunks themselves. Postings are reached through the (chunk_id, term) key."""
-    if filtered_first:
-        where, _ = filter_clause(filters)
-        cand = sql.SQL(
-            "cand AS (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active "
-            "AND {}), ").format(where)
-    else:
-        cand = sql.SQL(
-            "cand AS (SELECT DISTINCT p.chunk_id FROM lexical_postings p {join}"
-            "WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(essential)s::text[])), "
-        ).format(join=_filter_join(filters))
+def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
+    """Exact BM25 top-k with MaxScore pruning, in one statement.
+
+    Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
+    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once; the k-th best of
+    those partial sums, a lower bound of the k-th best full score, discards every chunk whose partial sum plus
+    %(ub_rest)s cannot reach it; the few that remain get the non-essential terms through the (chunk_id, term)
+    key."""
+    return sql.SQL(
+        "WITH " + _WEIGHTS + ", "
+        "ess AS (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
+        "        FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
+        "        {join}WHERE w.term = ANY(%(essential)s::text[]) GROUP BY p.chunk_id), "
+        "bound AS (SELECT COALESCE(min(se), 0) AS theta FROM "
+        "          (SELECT se FROM ess ORDER BY se DESC LIMIT %(limit)s) k HAVING count(*) >= %(limit)s), "
+        "cand AS (SELECT ess.chunk_id, ess.se FROM ess "
+        "         WHERE ess.se + %(ub_rest)s >= COALESCE((SELECT theta FROM bound), 0)), "
+        "scored AS (SELECT cand.chunk_id, round((cand.se + COALESCE((SELECT sum(" + _BM25 + ") "
+        "             FROM lexical_postings p JOIN w ON w.term = p.term "
+        "             WHERE p.chunk_id = cand.chunk_id AND p.term = ANY(%(rest)s::text[])), 0))::numeric, 9)::float8 "
+        "           AS score FROM cand), " + _RANKED
+    ).format(join=_filter_join(filters))
+
+
+def lexical_filtered_sql(filters: Filters) -> sql.Composed:
+    """Full BM25 over a selective filter's chunks, reaching postings through the (chunk_id, term) key."""
+    where, _ = filter_clause(filters)
+    cand = sql.SQL(
+        "cand AS (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active "
+        "AND {}), ").format(where)
     return sql.SQL(
         "WITH " + _WEIGHTS + ", {cand}"
         "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
