@@ -48,13 +48,15 @@ def summary(values: list[float]) -> str:
 
 
 @contextmanager
-def private_ragd(embedder: str) -> Iterator[ragd.Ragd]:
-    """A throw-away embedded server, so benchmarks never touch a user's data."""
-    with tempfile.TemporaryDirectory(prefix="ragd-bench-") as home:
-        settings = Settings(home=Path(home), embedder=embedder, cache_ttl_s=0)  # measure the engine, not the cache
+def private_ragd(embedder: str, keep: Path | None = None) -> Iterator[ragd.Ragd]:
+    """A throw-away embedded server, so benchmarks never touch a user's data; `keep` names a folder to reuse."""
+    with tempfile.TemporaryDirectory(prefix="ragd-bench-") as tmp:
+        home = keep or Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        settings = Settings(home=home, embedder=embedder, cache_ttl_s=0)  # measure the engine, not the cache
         client = ragd.connect(settings=settings)
         try:
             yield client
         finally:
             client.close()
-            embedded.stop(Path(home) / "pgdata")
+            embedded.stop(home / "pgdata")

@@ -171,7 +171,8 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
         cut -= 1
         bound += idfs[cut] * (BM25_K1 + 1)
     # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
-    return LexicalPlan("maxscore", {**params, "essential": terms[:cut], "rest": terms[cut:], "ub_rest": bound},
+    return LexicalPlan("maxscore", {**params, "essential": terms[:cut], "rest": terms[cut:], "ub_rest": bound,
+                                    "probe": 2 * limit},
                        queries.lexical_maxscore_sql(filters))
 
 

@@ -389,22 +389,24 @@ def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
     """Exact BM25 top-k with MaxScore pruning, in one statement.
 
     Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
-    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once; the k-th best of
-    those partial sums, a lower bound of the k-th best full score, discards every chunk whose partial sum plus
-    %(ub_rest)s cannot reach it; the few that remain get the non-essential terms through the (chunk_id, term)
-    key."""
+    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once (`se`). The chunks
+    with the best partial sums get their full scores first; the k-th best of those real scores is a lower bound
+    of the k-th best score overall, so any chunk whose `se + ub_rest` falls below it is out. The few that remain
+    get the non-essential terms through the (chunk_id, term) key."""
+    rest = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
+            "WHERE p.chunk_id = {t}.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
     return sql.SQL(
         "WITH " + _WEIGHTS + ", "
-        "ess AS (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
+        "ess AS MATERIALIZED (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
         "        FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
         "        {join}WHERE w.term = ANY(%(essential)s::text[]) GROUP BY p.chunk_id), "
-        "bound AS (SELECT COALESCE(min(se), 0) AS theta FROM "
-        "          (SELECT se FROM ess ORDER BY se DESC LIMIT %(limit)s) k HAVING count(*) >= %(limit)s), "
+        "probe AS (SELECT t.chunk_id, t.se + " + rest.format(t="t") + " AS s "
+        "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
+        "bound AS (SELECT min(s) AS theta FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
+        "          HAVING count(*) >= %(limit)s), "
         "cand AS (SELECT ess.chunk_id, ess.se FROM ess "
         "         WHERE ess.se + %(ub_rest)s >= COALESCE((SELECT theta FROM bound), 0)), "
-        "scored AS (SELECT cand.chunk_id, round((cand.se + COALESCE((SELECT sum(" + _BM25 + ") "
-        "             FROM lexical_postings p JOIN w ON w.term = p.term "
-        "             WHERE p.chunk_id = cand.chunk_id AND p.term = ANY(%(rest)s::text[])), 0))::numeric, 9)::float8 "
+        "scored AS (SELECT cand.chunk_id, round((cand.se + " + rest.format(t="cand") + ")::numeric, 9)::float8 "
         "           AS score FROM cand), " + _RANKED
     ).format(join=_filter_join(filters))
 
