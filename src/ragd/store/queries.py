@@ -415,8 +415,9 @@ def lexical_filtered_sql(filters: Filters) -> sql.Composed:
     """Full BM25 over a selective filter's chunks, reaching postings through the (chunk_id, term) key."""
     where, _ = filter_clause(filters)
     cand = sql.SQL(
-        "cand AS (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active "
-        "AND {}), ").format(where)
+        # MATERIALIZED: start from the filtered chunks, whatever the planner guesses about the postings
+        "cand AS MATERIALIZED (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s "
+        "AND c.is_active AND {}), ").format(where)
     return sql.SQL(
         "WITH " + _WEIGHTS + ", {cand}"
         "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
