@@ -195,16 +195,21 @@ def test_bm25_pruned_paths_equal_the_full_scan(client: ragd.Ragd, big: ragd.Coll
                 full = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
                                     filters=filters, full_scan_postings=10**9, filtered_first=0)
                 pruned = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
-                                      filters=filters, full_scan_postings=0, seed_postings=40, filtered_first=0)
+                                      filters=filters, full_scan_postings=0, seed_postings=40, filtered_first=0,
+                                      probe_cost=0)  # always probe the non-essential terms
+                scanned = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
+                                       filters=filters, full_scan_postings=0, seed_postings=40, filtered_first=0,
+                                       probe_cost=10**9)  # always scan them
                 first = plan_lexical(conn, collection_id=big.collection_id, query=query, limit=limit,
                                      filters=filters, filtered_first=10**9)
             assert full.mode == "full" and first.mode == ("full" if filters.empty else "filtered")
             expected = ranked(full)
             assert expected, query
             assert ranked(pruned) == expected, (pruned.mode, limit, filters)
+            assert ranked(scanned) == expected, (scanned.mode, limit, filters)
             assert ranked(first) == expected, (limit, filters)
             if filters.empty and limit == 5 and "record" in query:  # "record" is in every chunk: prunable
-                assert pruned.mode == "maxscore", query  # the pruned path really ran
+                assert pruned.mode == scanned.mode == "maxscore", query  # the pruned path really ran
                 with client.store.tenant(big.tenant) as conn:
                     assert full.statement is not None
                     assert queries.lexical_sql(filters).as_string(conn) == full.statement.as_string(conn)

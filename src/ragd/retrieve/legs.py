@@ -122,6 +122,7 @@ def vector_leg(
 FULL_SCAN_POSTINGS = 20_000  # below this many postings, score them all in one pass
 SEED_POSTINGS = 8_000  # MaxScore: rarest terms scored first to find the threshold
 FILTERED_FIRST = 20_000  # a filter matching at most this many chunks is scored from the chunks' side
+PROBE_COST = 8  # MaxScore: one key probe costs about as much as reading this many postings in a scan
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def bm25_weights(rows: list[tuple[str, int, int, int]]) -> tuple[list[str], list
 
 def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int,
                  filters: Filters, full_scan_postings: int = FULL_SCAN_POSTINGS, seed_postings: int = SEED_POSTINGS,
-                 filtered_first: int = FILTERED_FIRST) -> LexicalPlan:
+                 filtered_first: int = FILTERED_FIRST, probe_cost: float = PROBE_COST) -> LexicalPlan:
     rows = conn.execute(queries.LEXICAL_TERM_STATS, {"query": query, "collection_id": collection_id}).fetchall()
     if not rows:
         return LexicalPlan("empty", {}, None)
@@ -171,8 +172,9 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
         cut -= 1
         bound += idfs[cut] * (BM25_K1 + 1)
     # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
+    # The survivors get the non-essential terms by key probes or by one scan, whichever the SQL finds cheaper.
     return LexicalPlan("maxscore", {**params, "essential": terms[:cut], "rest": terms[cut:], "ub_rest": bound,
-                                    "probe": 2 * limit},
+                                    "probe": 2 * limit, "probe_cost": probe_cost, "rest_postings": sum(dfs[cut:])},
                        queries.lexical_maxscore_sql(filters))
 
 

@@ -391,10 +391,13 @@ def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
     Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
     %(ub_rest)s, below the threshold). The essential postings are scanned and summed once (`se`). The chunks
     with the best partial sums get their full scores first; the k-th best of those real scores is a lower bound
-    of the k-th best score overall, so any chunk whose `se + ub_rest` falls below it is out. The few that remain
-    get the non-essential terms through the (chunk_id, term) key."""
+    of the k-th best score overall, so any chunk whose `se + ub_rest` falls below it is out. The survivors get
+    the non-essential terms either by probing the (chunk_id, term) key per chunk or, when that would cost more
+    (%(probe_cost)s probes per posting read), from one pass over those terms' %(rest_postings)s postings. Both
+    branches are planned; a one-time filter on the survivor count runs only one."""
     rest = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
             "WHERE p.chunk_id = {t}.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
+    probe_wins = "(SELECT n FROM survivors) * cardinality(%(rest)s::text[]) * %(probe_cost)s <= %(rest_postings)s"
     return sql.SQL(
         "WITH " + _WEIGHTS + ", "
         "ess AS MATERIALIZED (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
@@ -404,10 +407,18 @@ def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
         "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
         "bound AS (SELECT min(s) AS theta FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
         "          HAVING count(*) >= %(limit)s), "
-        "cand AS (SELECT ess.chunk_id, ess.se FROM ess "
+        "cand AS MATERIALIZED (SELECT ess.chunk_id, ess.se FROM ess "
         "         WHERE ess.se + %(ub_rest)s >= COALESCE((SELECT theta FROM bound), 0)), "
+        "survivors AS (SELECT count(*) AS n FROM cand), "
+        "rest AS (SELECT p.chunk_id, sum(" + _BM25 + ") AS sr "
+        "         FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
+        "         WHERE w.term = ANY(%(rest)s::text[]) GROUP BY p.chunk_id), "
         "scored AS (SELECT cand.chunk_id, round((cand.se + " + rest.format(t="cand") + ")::numeric, 9)::float8 "
-        "           AS score FROM cand), " + _RANKED
+        "           AS score FROM cand WHERE " + probe_wins + " "
+        "           UNION ALL "
+        "           SELECT cand.chunk_id, round((cand.se + COALESCE(r.sr, 0))::numeric, 9)::float8 AS score "
+        "           FROM cand LEFT JOIN rest r ON r.chunk_id = cand.chunk_id WHERE NOT (" + probe_wins + ")), "
+        + _RANKED
     ).format(join=_filter_join(filters))
 
 
