@@ -61,18 +61,18 @@ def hnsw_index_name(collection_id: uuid.UUID) -> str:
     return f"chunk_embeddings_hnsw_{collection_id.hex[:16]}"
 
 
+def _index_literals(collection_id: uuid.UUID, embed_model: str, dims: int) -> dict[str, sql.Composable]:
+    """The partial HNSW index's predicate and cast as literals: a query must repeat them to match the index."""
+    return {"dims": sql.Literal(int(dims)), "cid": sql.Literal(str(collection_id)), "model": sql.Literal(embed_model)}
+
+
 def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int) -> sql.Composed:
     """A partial HNSW cosine index over one collection's active embeddings, at its dimensions."""
     return sql.SQL(
         "CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
         "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
         "WHERE collection_id = {cid} AND embed_model = {model} AND is_active"
-    ).format(
-        name=sql.Identifier(hnsw_index_name(collection_id)),
-        dims=sql.Literal(int(dims)),
-        cid=sql.Literal(str(collection_id)),
-        model=sql.Literal(embed_model),
-    )
+    ).format(name=sql.Identifier(hnsw_index_name(collection_id)), **_index_literals(collection_id, embed_model, dims))
 
 
 # -- documents and versions ------------------------------------------------------------------------
@@ -309,12 +309,7 @@ def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filt
         "FROM chunk_embeddings e {join}"
         "WHERE e.collection_id = {cid} AND e.embed_model = {model} AND e.is_active "
         "ORDER BY e.embedding::vector({dims}) <=> %(qvec)s::vector({dims}) LIMIT %(limit)s"
-    ).format(
-        dims=sql.Literal(int(dims)),
-        cid=sql.Literal(str(collection_id)),
-        model=sql.Literal(embed_model),
-        join=join,
-    )
+    ).format(join=join, **_index_literals(collection_id, embed_model, dims))
 
 
 def vector_exact_sql(filters: Filters) -> sql.Composed:
