@@ -395,9 +395,11 @@ def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
     probe_wins = "(SELECT n FROM survivors) * cardinality(%(rest)s::text[]) * %(probe_cost)s <= %(rest_postings)s"
     return sql.SQL(
         "WITH " + _WEIGHTS + ", "
+        # terms filtered by a constant array so the planner sees each term's real posting count
         "ess AS MATERIALIZED (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
-        "        FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
-        "        {join}WHERE w.term = ANY(%(essential)s::text[]) GROUP BY p.chunk_id), "
+        "        FROM lexical_postings p JOIN w ON w.term = p.term {join}"
+        "        WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(essential)s::text[]) "
+        "        GROUP BY p.chunk_id), "
         "probe AS (SELECT t.chunk_id, t.se + " + rest.format(t="t") + " AS s "
         "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
         "bound AS (SELECT min(s) AS theta FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
