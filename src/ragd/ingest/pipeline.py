@@ -58,8 +58,7 @@ class _Prepared:
 class _RunState:
     run_id: uuid.UUID
     next_index: int = 0
-    outcomes: list[ItemOutcome] = field(default_factory=list)
-    by_index: dict[int, ItemOutcome] = field(default_factory=dict)
+    by_index: dict[int, ItemOutcome] = field(default_factory=dict)  # one outcome per item, even after a retry
     pending: list[tuple[int, ItemOutcome]] = field(default_factory=list)
     embedded: int = 0
     cache_hits: int = 0
@@ -69,14 +68,19 @@ class _RunState:
         self.next_index += 1
         return self.next_index - 1
 
+    @property
+    def outcomes(self) -> list[ItemOutcome]:
+        return [self.by_index[i] for i in sorted(self.by_index)]
+
     def stats(self, started: float) -> dict[str, Any]:
         counts: dict[str, int] = {}
-        for o in self.outcomes:
+        outcomes = self.outcomes
+        for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
         return {
-            "items": len(self.outcomes),
+            "items": len(outcomes),
             "counts": dict(sorted(counts.items())),
-            "chunks": sum(o.chunks for o in self.outcomes if o.status in ("ingested", "updated")),
+            "chunks": sum(o.chunks for o in outcomes if o.status in ("ingested", "updated")),
             "embedded": self.embedded,
             "cache_hits": self.cache_hits,
             "warnings": self.warnings[:100],
@@ -157,14 +161,17 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
 # -- embedding with the cache ------------------------------------------------------------------------
 
 
-def embed_cached(conn: psycopg.Connection[Any], col: Collection, texts: Sequence[str],
-                 state: _RunState) -> np.ndarray:
-    """Vectors for texts in order; each distinct text is embedded at most once per model, ever."""
+def embed_cached(col: Collection, texts: Sequence[str], state: _RunState) -> np.ndarray:
+    """Vectors for texts in order; each distinct text is embedded at most once per model, ever. The model runs
+    outside any transaction: the cache is read in one short transaction and written in another."""
     if not texts:
         return np.zeros((0, col.dims), dtype=np.float32)
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
-    for h, vec in conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model, "hashes": sorted(set(hashes))}):
+    with col.store.tenant(col.tenant) as conn:
+        rows = conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model,
+                                                   "hashes": sorted(set(hashes))}).fetchall()
+    for h, vec in rows:
         found[h] = np.asarray(vec.to_numpy() if hasattr(vec, "to_numpy") else vec, dtype=np.float32)
     missing: dict[str, str] = {}
     for h, t in zip(hashes, texts):
@@ -173,7 +180,7 @@ def embed_cached(conn: psycopg.Connection[Any], col: Collection, texts: Sequence
     if missing:
         vectors = col.embedder.embed_documents(list(missing.values()))
         col.check_dims(vectors.shape[1])
-        with conn.cursor() as cur:
+        with col.store.tenant(col.tenant) as conn, conn.cursor() as cur:
             cur.executemany(
                 queries.CACHE_INSERT,
                 [{"embed_model": col.embed_model, "content_hash": h, "embedding": v}
@@ -269,8 +276,8 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             started: float) -> None:
     with col.store.tenant(col.tenant) as conn:
         _plan(conn, col, batch, duplicates)
-        todo = [p for p in batch if p.action == "new"]
-        vectors = embed_cached(conn, col, [c.search_text for p in todo for c in p.chunks], state)
+    todo = [p for p in batch if p.action == "new"]
+    vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state)
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
         activate: list[uuid.UUID] = []
         changing: list[uuid.UUID] = []
@@ -310,7 +317,6 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         items = sorted(state.pending + outcomes, key=lambda x: x[0])
         with conn.cursor() as cur:
             cur.executemany(queries.INSERT_ITEM, [_item_row(col, state.run_id, i, o) for i, o in items])
-        state.outcomes += [o for _, o in outcomes]
         state.by_index.update(outcomes)
         for p in batch:
             state.warnings += [f"{p.doc.external_id}: {w}" for w in p.warnings]
@@ -345,7 +351,6 @@ def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared],
 
 def _fail(state: _RunState, index: int, outcome: ItemOutcome) -> None:
     state.pending.append((index, outcome))
-    state.outcomes.append(outcome)
     state.by_index[index] = outcome
 
 
@@ -412,11 +417,11 @@ def run_ingest(
     except BaseException as exc:
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
         raise
-    failed = sum(1 for o in state.outcomes if o.status == "failed")
-    status = "failed" if state.outcomes and failed == len(state.outcomes) else "succeeded"
+    outcomes = state.outcomes
+    failed = sum(1 for o in outcomes if o.status == "failed")
+    status = "failed" if outcomes and failed == len(outcomes) else "succeeded"
     _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
-    ordered = tuple(state.by_index[i] for i in sorted(state.by_index))
-    return IngestReport(run_id=state.run_id, status=status, items=ordered, seconds=time.monotonic() - started,
+    return IngestReport(run_id=state.run_id, status=status, items=tuple(outcomes), seconds=time.monotonic() - started,
                         embedded=state.embedded, cache_hits=state.cache_hits)
 
 

@@ -80,17 +80,15 @@ def _tune(base_url: str) -> bool:
     import psycopg
     from psycopg import sql
 
-    restart = False
     with psycopg.connect(base_url, autocommit=True) as conn:
-        for name, value in SETTINGS.items():
-            row = conn.execute("SELECT setting, unit, context FROM pg_settings WHERE name = %s", (name,)).fetchone()
-            current = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
-            if row is None or current is None or current[0] == value:
-                continue
-            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
-            restart = restart or row[2] == "postmaster"
-        conn.execute("SELECT pg_reload_conf()")
-    return restart
+        current = conn.execute("SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
+                               (list(SETTINGS),)).fetchall()
+        stale = [(name, context) for name, value, context in current if value != SETTINGS[name]]
+        for name, _ in stale:
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(SETTINGS[name])))
+        if stale:
+            conn.execute("SELECT pg_reload_conf()")
+    return any(context == "postmaster" for _, context in stale)
 
 
 def _restart(pgdata: Path) -> None:
