@@ -29,7 +29,15 @@ from .rerank import rerank
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
-from .retrieve.legs import lexical_leg, plan_lexical, prepare_vector_scan, vector_leg, vector_sql
+from .retrieve.legs import (
+    FILTERED_FIRST,
+    count_matching,
+    lexical_leg,
+    plan_lexical,
+    prepare_vector_scan,
+    vector_leg,
+    vector_sql,
+)
 from .store import Store, queries
 from .store.postgres import check_tenant
 from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
@@ -243,19 +251,20 @@ class Collection:
         full = self.plan(k, filters, **plan)
         out: list[dict[str, str]] = []
         with self.store.tenant(self.tenant) as conn:
+            matching = _hybrid_filter_count(conn, self, full)
             if full.fusion != "lexical":
                 qvec = self.embedder.embed_query(query)
                 exact, _ = prepare_vector_scan(conn, collection_id=self.collection_id, filters=full.filters,
                                                limit=full.k_vec + 10, ef_search=self.settings.hnsw_ef_search,
                                                exact_threshold=self.settings.exact_scan_threshold,
-                                               force_exact=full.exact)
+                                               force_exact=full.exact, matching=matching)
                 stmt, params = vector_sql(self.collection_id, self.embed_model, self.dims, full.filters, exact=exact)
                 params = {**params, "collection_id": self.collection_id, "embed_model": self.embed_model,
                           "qvec": qvec, "limit": full.k_vec + 10}
                 out.append(_explain(conn, "vector (exact)" if exact else "vector (hnsw)", stmt, params, analyze))
             if full.fusion != "vector":
                 lex = plan_lexical(conn, collection_id=self.collection_id, query=query, limit=full.k_lex,
-                                   filters=full.filters)
+                                   filters=full.filters, matching=matching)
                 if lex.statement is not None:
                     out.append(_explain(conn, f"lexical (bm25, {lex.mode})", lex.statement, lex.params, analyze))
         return out
@@ -384,15 +393,17 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
         col.check_dims(int(qvec.shape[0]))
         clock.lap("embed")
     with col.store.tenant(col.tenant) as conn:
+        matching = _hybrid_filter_count(conn, col, plan)
         if qvec is not None:
             legs.append(vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
                                    dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
                                    ef_search=col.settings.hnsw_ef_search,
-                                   exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact))
+                                   exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact,
+                                   matching=matching))
             clock.lap("vector")
         if plan.fusion != "vector":
             legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,
-                                    filters=plan.filters))
+                                    filters=plan.filters, matching=matching))
             clock.lap("lexical")
     if plan.fusion in ("rrf", "weighted"):
         params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
@@ -404,6 +415,15 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
         ranked = rerank(query, ranked[:50])
     clock.lap("fuse")
     return ranked[: plan.k]
+
+
+def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:
+    """For a filtered request that runs both legs, the filtered count once, capped above both legs' thresholds;
+    None otherwise (a single leg counts for itself, up to its own threshold)."""
+    if plan.filters.empty or plan.fusion not in ("rrf", "weighted"):
+        return None
+    cap = max(col.settings.exact_scan_threshold, plan.k_vec + 10, FILTERED_FIRST) + 1
+    return count_matching(conn, collection_id=col.collection_id, filters=plan.filters, cap=cap)
 
 
 class _Stopwatch:

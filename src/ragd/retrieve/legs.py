@@ -66,20 +66,31 @@ def vector_sql(
     return queries.vector_index_sql(collection_id, embed_model, dims, filters), fparams
 
 
+def count_matching(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, filters: Filters,
+                   cap: int) -> int | None:
+    """Active chunks passing the filters, counted up to `cap`; None when there are no filters. Both legs decide
+    their strategy from it, so a hybrid request counts once and hands the number to each."""
+    if filters.empty:
+        return None
+    _, fparams = queries.filter_clause(filters)
+    row = conn.execute(queries.count_filtered_sql(filters),
+                       {**fparams, "collection_id": collection_id, "cap": cap}).fetchone()
+    return int(row[0]) if row else 0
+
+
 def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, filters: Filters, limit: int,
-                        ef_search: int, exact_threshold: int, force_exact: bool) -> tuple[bool, int | None]:
+                        ef_search: int, exact_threshold: int, force_exact: bool,
+                        matching: int | None = None) -> tuple[bool, int | None]:
     """Choose exact or HNSW for this request and set the transaction's HNSW parameters.
 
-    Returns (exact, number of matching rows when filters were counted)."""
-    matching: int | None = None
+    `matching` is the filtered count when the caller already has it (counted up to more than
+    max(exact_threshold, limit)). Returns (exact, number of matching rows when filters were counted)."""
     exact = force_exact
     if not exact and not filters.empty:
-        _, fparams = queries.filter_clause(filters)
-        cap = max(exact_threshold, limit) + 1
-        row = conn.execute(queries.count_filtered_sql(filters),
-                           {**fparams, "collection_id": collection_id, "cap": cap}).fetchone()
-        matching = int(row[0]) if row else 0
-        exact = matching <= exact_threshold
+        if matching is None:
+            matching = count_matching(conn, collection_id=collection_id, filters=filters,
+                                      cap=max(exact_threshold, limit) + 1)
+        exact = (matching or 0) <= exact_threshold
     if not exact:
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, limit))))
         if not filters.empty:
@@ -99,6 +110,7 @@ def vector_leg(
     ef_search: int,
     exact_threshold: int,
     force_exact: bool = False,
+    matching: int | None = None,
 ) -> list[Candidate]:
     """Top `limit` by cosine similarity among active chunks that pass the filters.
 
@@ -109,7 +121,7 @@ def vector_leg(
     overfetch = limit + 10  # room for the canonical tie-break at the cut-off
     exact, matching = prepare_vector_scan(conn, collection_id=collection_id, filters=filters, limit=overfetch,
                                           ef_search=ef_search, exact_threshold=exact_threshold,
-                                          force_exact=force_exact)
+                                          force_exact=force_exact, matching=matching)
     query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact)
     rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     if not exact and matching is not None and len(rows) < min(overfetch, matching):
@@ -143,7 +155,10 @@ def bm25_weights(rows: list[tuple[str, int, int, int]]) -> tuple[list[str], list
 
 def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int,
                  filters: Filters, full_scan_postings: int = FULL_SCAN_POSTINGS, seed_postings: int = SEED_POSTINGS,
-                 filtered_first: int = FILTERED_FIRST, probe_cost: float = PROBE_COST) -> LexicalPlan:
+                 filtered_first: int = FILTERED_FIRST, probe_cost: float = PROBE_COST,
+                 matching: int | None = None) -> LexicalPlan:
+    """How BM25 runs for this query. `matching` is the filtered count when the caller already has it (counted
+    up to more than `filtered_first`)."""
     rows = conn.execute(queries.LEXICAL_TERM_STATS, {"query": query, "collection_id": collection_id}).fetchall()
     if not rows:
         return LexicalPlan("empty", {}, None)
@@ -152,9 +167,9 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     params: dict[str, Any] = {**fparams, "collection_id": collection_id, "terms": terms, "idfs": idfs,
                               "avg_len": avg_len, "k1": BM25_K1, "b": BM25_B, "limit": limit}
     if not filters.empty:
-        row = conn.execute(queries.count_filtered_sql(filters),
-                           {**fparams, "collection_id": collection_id, "cap": filtered_first + 1}).fetchone()
-        if row is not None and int(row[0]) <= filtered_first:
+        if matching is None:
+            matching = count_matching(conn, collection_id=collection_id, filters=filters, cap=filtered_first + 1)
+        if (matching or 0) <= filtered_first:
             return LexicalPlan("filtered", params, queries.lexical_filtered_sql(filters))
     dfs = [int(r[1]) for r in rows]
     if sum(dfs) <= full_scan_postings or len(terms) == 1:
@@ -179,10 +194,12 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
 
 
 def lexical_leg(
-    conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int, filters: Filters
+    conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int, filters: Filters,
+    matching: int | None = None,
 ) -> list[Candidate]:
     """Top `limit` by BM25 (k1 1.2, b 0.75) over the active chunks that pass the filters; exact in every mode."""
-    plan = plan_lexical(conn, collection_id=collection_id, query=query, limit=limit, filters=filters)
+    plan = plan_lexical(conn, collection_id=collection_id, query=query, limit=limit, filters=filters,
+                        matching=matching)
     if plan.statement is None:
         return []
     rows = conn.execute(plan.statement, plan.params).fetchall()
