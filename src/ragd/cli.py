@@ -7,7 +7,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -44,6 +44,15 @@ def _json_default(value: Any) -> Any:
 
 def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, default=_json_default, ensure_ascii=False, sort_keys=False))
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
+    table = Table(title=title)
+    for name in columns:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
 
 
 def handle_errors(func: F) -> F:
@@ -308,13 +317,9 @@ def documents_list(collection: str | None, tenant: str | None, limit: int, offse
     if as_json:
         emit_json({"documents": docs})
         return
-    table = Table()
-    for name in ("external_id", "title", "type", "version", "chunks", "tags"):
-        table.add_column(name)
-    for d in docs:
-        table.add_row(d["external_id"], d["title"] or "", d["source_type"], d["version_label"] or "-",
-                      str(d["chunk_count"] or 0), ",".join(d["tags"]))
-    out.print(table)
+    print_table(("external_id", "title", "type", "version", "chunks", "tags"),
+                ((d["external_id"], d["title"] or "", d["source_type"], d["version_label"] or "-",
+                  str(d["chunk_count"] or 0), ",".join(d["tags"])) for d in docs))
 
 
 @documents.command("show")
@@ -368,15 +373,14 @@ def runs_list(collection: str | None, tenant: str | None, limit: int, as_json: b
     if as_json:
         emit_json({"runs": items})
         return
-    table = Table()
-    for name in ("run_id", "collection", "status", "started", "items", "chunks", "failed"):
-        table.add_column(name)
-    for r in items:
-        stats = r["stats"] or {}
-        table.add_row(str(r["run_id"]), r["collection"], r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                      str(stats.get("items", "")), str(stats.get("chunks", "")),
-                      str((stats.get("counts") or {}).get("failed", 0)))
-    out.print(table)
+    print_table(("run_id", "collection", "status", "started", "items", "chunks", "failed"), map(_run_row, items))
+
+
+def _run_row(run: dict[str, Any]) -> tuple[str, ...]:
+    stats = run["stats"] or {}
+    return (str(run["run_id"]), run["collection"], run["status"], run["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+            str(stats.get("items", "")), str(stats.get("chunks", "")),
+            str((stats.get("counts") or {}).get("failed", 0)))
 
 
 @runs.command("show")
@@ -394,13 +398,9 @@ def runs_show(run_id: str, collection: str | None, tenant: str | None, as_json: 
     out.print(f"started {run['started_at']}  finished {run['finished_at']}  stats {json.dumps(run['stats'])}")
     if run["error"]:
         out.print(f"error: {run['error']}")
-    table = Table()
-    for name in ("#", "status", "item", "chunks", "reason"):
-        table.add_column(name)
-    for item in run["items"]:
-        table.add_row(str(item["item_index"]), item["status"], item["external_id"] or item["source_uri"],
-                      str(item["chunk_count"]), item["reason"] or "")
-    out.print(table)
+    print_table(("#", "status", "item", "chunks", "reason"),
+                ((str(i["item_index"]), i["status"], i["external_id"] or i["source_uri"], str(i["chunk_count"]),
+                  i["reason"] or "") for i in run["items"]))
 
 
 @main.group()
@@ -422,13 +422,9 @@ def collections_list(tenant: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"collections": items})
         return
-    table = Table()
-    for name in ("name", "model", "dims", "documents", "chunks", "created"):
-        table.add_column(name)
-    for c in items:
-        table.add_row(c["name"], c["embed_model"], str(c["embed_dims"]), str(c["documents"]), str(c["chunks"]),
-                      c["created_at"].strftime("%Y-%m-%d %H:%M:%S"))
-    out.print(table)
+    print_table(("name", "model", "dims", "documents", "chunks", "created"),
+                ((c["name"], c["embed_model"], str(c["embed_dims"]), str(c["documents"]), str(c["chunks"]),
+                  c["created_at"].strftime("%Y-%m-%d %H:%M:%S")) for c in items))
 
 
 # -- database ------------------------------------------------------------------------------------------
