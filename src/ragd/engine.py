@@ -39,7 +39,7 @@ from .retrieve.legs import (
     vector_sql,
 )
 from .store import Store, queries
-from .store.postgres import check_tenant
+from .store.postgres import check_name, check_tenant
 from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
 
 MAX_K = 1000
@@ -121,11 +121,7 @@ class Ragd:
             return dict(zip([d.name for d in cur.description or ()], row))
 
     def _create(self, tenant: str, name: str, embedder: Embedder, policy: ChunkPolicy) -> None:
-        if not isinstance(name, str) or not queries_name_ok(name):
-            raise InvalidRequest(
-                f"invalid collection name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit"
-            )
+        check_name("collection name", name, 128)
         cid = ids.collection_id(tenant, name)
         dims = embedder.dims
         with self.store.admin() as conn:
@@ -145,12 +141,6 @@ class Ragd:
 def rows_as_dicts(cur: Any) -> list[dict[str, Any]]:
     names = [d.name for d in cur.description or ()]
     return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def queries_name_ok(name: str) -> bool:
-    import re
-
-    return bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", name))
 
 
 @dataclasses.dataclass

@@ -18,8 +18,6 @@ from ..config import Settings
 from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError
 from . import embedded, queries
 
-_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
 
 def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
     """(url, is_embedded): an explicit URL, then RAGD_DATABASE_URL, then the embedded server."""
@@ -40,13 +38,19 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-def check_tenant(tenant_id: str) -> str:
-    if not isinstance(tenant_id, str) or not _TENANT_RE.match(tenant_id):
+def check_name(kind: str, value: str, max_length: int) -> str:
+    """Tenant ids and collection names: the same rule as the schema's CHECK constraints."""
+    pattern = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{max_length - 1}}}$"
+    if not isinstance(value, str) or not re.match(pattern, value):
         raise InvalidRequest(
-            f"invalid tenant id {tenant_id!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            f"invalid {kind} {value!r}: use 1-{max_length} letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
-    return tenant_id
+    return value
+
+
+def check_tenant(tenant_id: str) -> str:
+    return check_name("tenant id", tenant_id, 64)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
