@@ -95,7 +95,9 @@ class Store:
         candidate = make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
         try:
             with psycopg.connect(self.url, autocommit=True) as conn:
-                conn.execute(queries.ALLOW_APP_LOGIN)
+                row = conn.execute(queries.APP_CAN_LOGIN).fetchone()
+                if not (row and row[0]):
+                    conn.execute(queries.ALLOW_APP_LOGIN)
             with psycopg.connect(candidate, connect_timeout=3) as conn:
                 conn.execute("SELECT 1")
         except psycopg.Error:
