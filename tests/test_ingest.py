@@ -122,7 +122,7 @@ def test_bad_inputs_fail_alone_and_keep_stored_data(client: ragd.Ragd, name: str
     assert failed["empty.txt"][1].endswith("is empty")
     assert failed["blank.md"][1].endswith("is empty")
     assert failed["garbage.bin"][0] == "unsupported_format" and "binary" in failed["garbage.bin"][1]
-    assert failed["fake.pdf"][0] == "unsupported_format" and "PDF" in failed["fake.pdf"][1]
+    assert failed["fake.pdf"][0] == "corrupt_document" and "damaged PDF" in failed["fake.pdf"][1]
     assert "missing.txt" in failed and "no such file" in failed["missing.txt"][1]
     reasons = " | ".join(i.reason or "" for i in report.failed)
     assert "line 2 is not valid JSON" in reasons

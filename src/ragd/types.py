@@ -35,6 +35,7 @@ class ExtractedDocument:
     blocks: tuple[Block, ...]
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # extraction problems worth a line in the run (e.g. uncomputed formulas)
 
 
 @dataclass(frozen=True)

@@ -6,34 +6,34 @@ import json
 from pathlib import Path
 
 from ..errors import UnsupportedFormat
+from .extract.office import office_kind
 
 _MAGIC: list[tuple[bytes, str]] = [
     (b"%PDF-", "pdf"),
     (b"PK\x03\x04", "zip"),
-    (b"\x89PNG\r\n\x1a\n", "png"),
-    (b"\xff\xd8\xff", "jpeg"),
-    (b"II*\x00", "tiff"),
-    (b"MM\x00*", "tiff"),
-    (b"GIF8", "gif"),
+    (b"\x89PNG\r\n\x1a\n", "image"),
+    (b"\xff\xd8\xff", "image"),
+    (b"II*\x00", "image"),
+    (b"MM\x00*", "image"),
+    (b"GIF8", "image"),
+    (b"BM", "image"),
     (b"\xd0\xcf\x11\xe0", "ole"),
     (b"\x1f\x8b", "gzip"),
     (b"7z\xbc\xaf", "7z"),
     (b"Rar!", "rar"),
 ]
 
-_PENDING = {
-    "pdf": "PDF",
-    "zip": "Office/zip",
-    "png": "PNG image",
-    "jpeg": "JPEG image",
-    "tiff": "TIFF image",
-    "gif": "GIF image",
-    "ole": "legacy Office (OLE)",
+_REFUSED = {
+    "ole": "legacy Office (.doc/.xls/.ppt) files are not supported: save them as DOCX, XLSX or PPTX",
+    "gzip": "gzip archives are not unpacked: extract the files and ingest them",
+    "7z": "7z archives are not unpacked: extract the files and ingest them",
+    "rar": "RAR archives are not unpacked: extract the files and ingest them",
 }
 
 _MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd"}
 _JSON_EXT = {".json"}
 _JSONL_EXT = {".jsonl", ".ndjson"}
+_CSV_EXT = {".csv", ".tsv", ".tab"}
 
 
 def looks_binary(head: bytes) -> bool:
@@ -45,21 +45,37 @@ def looks_binary(head: bytes) -> bool:
     return controls / len(head) > 0.05
 
 
-def detect(path: Path, head: bytes) -> str:
-    """Return one of: text, markdown, json, jsonl, html; raise UnsupportedFormat otherwise."""
+def detect(path: Path, data: bytes) -> str:
+    """The extractor for these bytes: pdf, docx, pptx, xlsx, image, html, csv, markdown, json, jsonl or text.
+
+    Binary formats are told by their content; the extension only picks between text flavours."""
+    head = data[:8192]
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image"
+    if b"%PDF-" in head[:1024]:
+        return "pdf"
     for magic, kind in _MAGIC:
         if head.startswith(magic):
-            what = _PENDING.get(kind, kind)
-            raise UnsupportedFormat(
-                f"{what} content is not supported by this build of ragd (plain text, Markdown and JSON/JSONL are)"
-            )
-    if looks_binary(head[:8192]):
+            if kind == "zip":
+                office = office_kind(data)
+                if office is None:
+                    raise UnsupportedFormat(
+                        "a zip archive that is not DOCX, PPTX or XLSX: unpack it and ingest the files")
+                return office
+            if kind in _REFUSED:
+                raise UnsupportedFormat(_REFUSED[kind])
+            if magic == b"BM" and head[6:10] != b"\x00\x00\x00\x00":
+                break  # text that happens to start with "BM", not a bitmap (whose reserved bytes are zero)
+            return kind
+    if looks_binary(head):
         raise UnsupportedFormat("binary content (not text, and no known document signature)")
     suffix = path.suffix.lower()
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     lowered = stripped[:512].lower()
-    if lowered.startswith((b"<!doctype html", b"<html")) or (suffix in {".html", ".htm"}):
-        raise UnsupportedFormat("HTML content is not supported by this build of ragd")
+    if lowered.startswith((b"<!doctype html", b"<html")) or suffix in {".html", ".htm", ".xhtml"}:
+        return "html"
+    if suffix in _CSV_EXT:
+        return "csv"
     if suffix in _JSONL_EXT:
         return "jsonl"
     if suffix in _JSON_EXT:

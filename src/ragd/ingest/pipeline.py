@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str], None]
 Duplicates = Literal["skip", "keep"]
 BATCH_DOCS = 64
-HEAD_BYTES = 65536
 
 
 @dataclass
@@ -119,7 +118,7 @@ def read_source(path: Path, max_bytes: int) -> Source:
 def extract_path(path: Path, max_bytes: int, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
     try:
         source = read_source(path, max_bytes)
-        kind = detect(path, source.data[:HEAD_BYTES])
+        kind = detect(path, source.data)
         if not source.data.strip():
             raise IngestError(f"{path.name} is empty")
         yield from EXTRACTORS[kind].extract(source, options)
@@ -152,7 +151,7 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
         doc_id=doc_id,
         content_hash=content_hash(doc),
         chunks=chunks,
-        warnings=warnings,
+        warnings=[*doc.warnings, *warnings],
         tags=all_tags,
         metadata={**doc.metadata, **metadata},
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ...errors import EmptyDocument
 from ...types import Block, ExtractedDocument
@@ -35,11 +35,13 @@ class Extractor(Protocol):
         ...
 
 
-def single_document(source: Source, source_type: str, title: str | None,
-                    blocks: list[Block]) -> Iterator[ExtractedDocument | Exception]:
+def single_document(source: Source, source_type: str, title: str | None, blocks: list[Block],
+                    metadata: dict[str, Any] | None = None,
+                    warnings: list[str] | None = None) -> Iterator[ExtractedDocument | Exception]:
     """The one document of a single-document format, or an EmptyDocument failure."""
     if not blocks:
         yield EmptyDocument(f"{source.path.name} has no text")
         return
     yield ExtractedDocument(external_id=source.external_id, source_uri=source.source_uri,
-                            source_type=source_type, title=title, blocks=tuple(blocks))
+                            source_type=source_type, title=title, blocks=tuple(blocks),
+                            metadata=metadata or {}, warnings=tuple(warnings or ()))

@@ -1,0 +1,339 @@
+"""Page layout from positioned text: reading order across columns, lines, paragraphs, borderless tables,
+lists and headings. Shared by the PDF text layer and OCR, which both give boxes of text with a size.
+
+Coordinates are top-down (y grows downwards), in any unit as long as a page uses one.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ...types import Block, BlockType
+from ..normalize import normalize_text
+
+_BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
+_BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\d{1,2}[.)])$")
+_TERMINAL = re.compile(r"[.!?:;\"')\]]$")
+
+
+@dataclass(frozen=True)
+class Box:
+    """A run of text on one line (or a whole table region when `table` is set)."""
+
+    text: str
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+    size: float
+    bold: bool = False
+    table: Block | None = None
+
+    @property
+    def center(self) -> float:
+        return (self.top + self.bottom) / 2
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+
+@dataclass
+class Line:
+    boxes: list[Box]
+
+    @property
+    def top(self) -> float:
+        return min(b.top for b in self.boxes)
+
+    @property
+    def bottom(self) -> float:
+        return max(b.bottom for b in self.boxes)
+
+    @property
+    def x0(self) -> float:
+        return min(b.x0 for b in self.boxes)
+
+    @property
+    def size(self) -> float:
+        return max(b.size for b in self.boxes)
+
+    @property
+    def bold(self) -> bool:
+        return all(b.bold for b in self.boxes)
+
+    @property
+    def text(self) -> str:
+        return " ".join(b.text for b in self.boxes)
+
+
+@dataclass
+class PageText:
+    """One page's laid-out content, before headings are decided over the whole document."""
+
+    page: int
+    blocks: list[tuple[Block, float, bool]] = field(default_factory=list)  # block, font size, all bold
+
+
+def lines_to_boxes(words: Sequence[Box], gap_factor: float = 1.0) -> list[Box]:
+    """Words -> boxes: words on one visual line joined while the gap stays under `gap_factor` x size.
+
+    A wide gap (a column gutter, a table column) starts a new box, so interleaved columns separate."""
+    out: list[Box] = []
+    # an unmapped glyph alone at a line start is a bullet drawn from a symbol font
+    words = [replace(w, text="\u2022") if _CID.match(w.text) else w for w in words]
+    for line in _group_lines(list(words)):
+        line.sort(key=lambda b: b.x0)
+        run = [line[0]]
+        for w in line[1:]:
+            if w.x0 - run[-1].x1 > gap_factor * max(w.size, run[-1].size):
+                out.append(_merge(run))
+                run = [w]
+            else:
+                run.append(w)
+        out.append(_merge(run))
+    return out
+
+
+_CID = re.compile(r"^\(cid:\d+\)$")
+
+
+def _merge(words: list[Box]) -> Box:
+    sizes = sorted(w.size for w in words)
+    return Box(text=" ".join(w.text for w in words), x0=min(w.x0 for w in words), top=min(w.top for w in words),
+               x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
+               bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words))
+
+
+def _group_lines(boxes: list[Box]) -> list[list[Box]]:
+    """Boxes whose vertical centres are within half a line height of the line's first box, in y order."""
+    lines: list[list[Box]] = []
+    for b in sorted(boxes, key=lambda b: (b.center, b.x0)):
+        if lines:
+            first = lines[-1][0]
+            if abs(b.center - first.center) <= 0.5 * min(first.height, b.height) and not any(
+                b.x0 < o.x1 and o.x0 < b.x1 for o in lines[-1]
+            ):
+                lines[-1].append(b)
+                continue
+        lines.append([b])
+    return lines
+
+
+def _gutter(boxes: Sequence[Box]) -> tuple[float, float] | None:
+    """The widest vertical band crossed by at most a tenth of the boxes, with real text on both sides."""
+    n = len(boxes)
+    if n < 6:
+        return None
+    size = statistics.median(b.size for b in boxes)
+    events = sorted({b.x0 for b in boxes} | {b.x1 for b in boxes})
+    best: tuple[float, float] | None = None
+    limit = max(1, n // 10)
+    start: float | None = None
+    for a, b in zip(events, events[1:]):
+        mid = (a + b) / 2
+        crossing = sum(1 for box in boxes if box.x0 < mid < box.x1)
+        if crossing <= limit:
+            start = a if start is None else start
+            end = b
+            if end - start >= size and (best is None or end - start > best[1] - best[0]):
+                left = sum(1 for box in boxes if box.x1 <= start)
+                right = sum(1 for box in boxes if box.x0 >= end)
+                if left >= 0.2 * n and right >= 0.2 * n:
+                    best = (start, end)
+        else:
+            start = None
+    return best
+
+
+def reading_order(boxes: Sequence[Box]) -> list[list[Box]]:
+    """Split a page into column leaves in reading order: full-width boxes cut the page into bands and each
+    band reads its left column before its right one (recursively, so three columns work too)."""
+    gutter = _gutter(boxes)
+    if gutter is None:
+        return [sorted(boxes, key=lambda b: (b.top, b.x0))] if boxes else []
+    lo, hi = gutter
+    spanning = sorted((b for b in boxes if b.x0 < hi and b.x1 > lo), key=lambda b: b.top)
+    rest = [b for b in boxes if not (b.x0 < hi and b.x1 > lo)]
+    leaves: list[list[Box]] = []
+    cuts = [s.top for s in spanning] + [float("inf")]
+    previous = float("-inf")
+    open_span = False  # consecutive full-width boxes (a two-line title) share one leaf
+    for i, cut in enumerate(cuts):
+        band = [b for b in rest if previous <= b.top < cut]
+        left = [b for b in band if b.x1 <= lo]
+        right = [b for b in band if b.x0 >= hi]
+        for side in (left, right):
+            if side:
+                leaves.extend(reading_order(side) if len(side) < len(boxes) else [sorted(side, key=_key)])
+                open_span = False
+        if i < len(spanning):
+            if open_span:
+                leaves[-1].append(spanning[i])
+            else:
+                leaves.append([spanning[i]])
+                open_span = True
+        previous = cut
+    return leaves
+
+
+def _key(b: Box) -> tuple[float, float]:
+    return (b.top, b.x0)
+
+
+def _aligned_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
+    """A borderless table: from `start`, at least three lines with the same number (>= 2) of boxes whose
+    left or right edges line up column by column."""
+    width = len(lines[start].boxes)
+    if width < 2 or _BULLET_ONLY.match(lines[start].boxes[0].text):
+        return None
+    size = lines[start].size
+    cols = [(b.x0, b.x1) for b in lines[start].boxes]
+    end = start + 1
+    while end < len(lines) and len(lines[end].boxes) == width:
+        ok = all(abs(b.x0 - c0) <= size or abs(b.x1 - c1) <= size or (b.x0 < c1 and c0 < b.x1)
+                 for b, (c0, c1) in zip(lines[end].boxes, cols))
+        gap = lines[end].top - lines[end - 1].bottom
+        if not ok or gap > 2.5 * size:
+            break
+        end += 1
+    if end - start < 3:
+        return None
+    header = tuple(normalize_text(b.text) for b in lines[start].boxes)
+    rows = tuple(tuple(normalize_text(b.text) for b in line.boxes) for line in lines[start + 1 : end])
+    text = "\n".join(" | ".join(r) for r in (header, *rows))
+    return Block("table", text, header=header, rows=rows, meta={"borderless": True}), end
+
+
+def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool]]:
+    """One column leaf -> blocks: tables as they are, aligned multi-box lines as borderless tables, the
+    rest grouped into paragraphs and list items by line spacing, size and weight."""
+    out: list[tuple[Block, float, bool]] = []
+    lines: list[Line] = []
+    for group in _group_lines([b for b in leaf if b.table is None]):
+        lines.append(Line(sorted(group, key=lambda b: b.x0)))
+    tables = sorted((b for b in leaf if b.table is not None), key=_key)
+    items: list[Line | Box] = sorted([*lines, *tables], key=lambda x: x.top)
+    gaps = [b.top - a.bottom for a, b in zip(lines, lines[1:]) if b.top - a.bottom >= 0]
+    line_gap = statistics.median(gaps) if gaps else 0.0
+    current: list[Line] = []
+
+    def flush() -> None:
+        if current:
+            out.append(_paragraph(current, page))
+            current.clear()
+
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if isinstance(item, Box):
+            flush()
+            assert item.table is not None
+            out.append((replace(item.table, page=page), item.size, False))
+            i += 1
+            continue
+        run_end = i
+        while run_end < len(items) and isinstance(items[run_end], Line):
+            run_end += 1
+        run = [x for x in items[i:run_end] if isinstance(x, Line)]
+        j = 0
+        while j < len(run):
+            line = run[j]
+            found = _aligned_table(run, j) if len(line.boxes) >= 2 else None
+            if found is not None:
+                flush()
+                block, j = found
+                out.append((replace(block, page=page), line.size, False))
+                continue
+            if current and _breaks(current[-1], line, line_gap):
+                flush()
+            current.append(line)
+            j += 1
+        i = run_end
+    flush()
+    return out
+
+
+def _breaks(prev: Line, line: Line, line_gap: float) -> bool:
+    size = max(prev.size, line.size)
+    if abs(prev.size - line.size) > 0.12 * size or prev.bold != line.bold:
+        return True
+    gap = line.top - prev.bottom
+    if gap > line_gap + 0.4 * size or gap < -0.5 * size:
+        return True
+    return bool(_BULLET.match(line.text)) and not _BULLET_ONLY.match(line.text)
+
+
+def _paragraph(lines: list[Line], page: int) -> tuple[Block, float, bool]:
+    text = normalize_text("\n".join(_line_text(line) for line in lines))
+    text = " ".join(part for part in text.split("\n") if part)
+    kind: BlockType = "list" if _BULLET.match(text) else "paragraph"
+    size = statistics.median(line.size for line in lines)
+    return Block(kind, text, page=page), size, all(line.bold for line in lines)
+
+
+def _line_text(line: Line) -> str:
+    parts = [b.text for b in line.boxes]
+    if len(parts) > 1 and _BULLET_ONLY.match(parts[0]):
+        return parts[0] + " " + " ".join(parts[1:])
+    return " ".join(parts)
+
+
+def finish(pages: Sequence[PageText]) -> list[Block]:
+    """Document-level decisions: paragraphs continued across columns and pages are joined, tables whose
+    header repeats on the next page are merged, list items are grouped, and headings get levels from their
+    size rank (body size = the size most text is set in)."""
+    flat: list[tuple[Block, float, bool]] = [entry for p in pages for entry in p.blocks]
+    weights: dict[float, int] = {}
+    for block, size, _ in flat:
+        if block.type != "table":
+            weights[round(size, 1)] = weights.get(round(size, 1), 0) + len(block.text)
+    body = max(sorted(weights), key=lambda s: weights[s]) if weights else 0.0
+    heading_sizes = sorted({round(size, 1) for block, size, bold in flat if _is_heading(block, size, bold, body)},
+                           reverse=True)
+    levels = {s: min(i + 1, 6) for i, s in enumerate(heading_sizes)}
+    blocks: list[Block] = []
+    for block, size, bold in flat:
+        if _is_heading(block, size, bold, body):
+            blocks.append(Block("heading", block.text, level=levels[round(size, 1)], page=block.page))
+        elif blocks and block.type == "table" and blocks[-1].type == "table" and _continues(blocks[-1], block):
+            prev = blocks[-1]
+            merged = prev.rows + block.rows
+            text = "\n".join(" | ".join(r) for r in (prev.header, *merged))
+            pages_ = sorted({*prev.meta.get("pages", [prev.page]), block.page})
+            blocks[-1] = replace(prev, text=text, rows=merged, meta={**prev.meta, "pages": pages_})
+        elif blocks and block.type == "paragraph" and blocks[-1].type in ("paragraph", "list") and _joins(
+            blocks[-1], block
+        ):
+            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + " " + block.text)
+        elif blocks and block.type == "list" and blocks[-1].type == "list":
+            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + "\n" + block.text)
+        else:
+            blocks.append(block)
+    return blocks
+
+
+def _is_heading(block: Block, size: float, bold: bool, body: float) -> bool:
+    if block.type not in ("paragraph", "list") or not body:
+        return False
+    words = len(block.text.split())
+    if words > 25 or (block.text.endswith((".", ",", ";")) and words > 8):
+        return False
+    if size >= body * 1.15:
+        return True
+    return bold and words <= 14 and not _TERMINAL.search(block.text) and abs(size - body) <= 0.15 * body
+
+
+def _continues(prev: Block, block: Block) -> bool:
+    """A table on the next page continues `prev` when its first row repeats prev's header."""
+    if block.page is None or prev.page is None or block.page <= max(prev.meta.get("pages", [prev.page])):
+        return False
+    return block.header == prev.header and len(block.header) == len(prev.header)
+
+
+def _joins(prev: Block, block: Block) -> bool:
+    """A paragraph cut by a column or page break: no sentence end before, a lower-case start after."""
+    return not _TERMINAL.search(prev.text) and block.text[:1].islower()

@@ -1,0 +1,121 @@
+"""OCR for scanned pages and images: rapidocr-onnxruntime (its models ship inside the wheel) by default,
+the tesseract command when it is installed and chosen. Both return line boxes for the layout module."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import threading
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...errors import IngestError
+from .layout import Box
+
+
+class OcrEngine(Protocol):
+    name: str
+
+    def read(self, image: np.ndarray[Any, Any]) -> list[Box]:
+        """Text boxes of an RGB image, in pixels, one per detected line."""
+        ...
+
+
+class RapidOcr:
+    name = "rapidocr"
+
+    def __init__(self) -> None:
+        self._engine: Any = None
+        self._lock = threading.Lock()
+
+    def read(self, image: np.ndarray[Any, Any]) -> list[Box]:
+        with self._lock:
+            if self._engine is None:
+                from rapidocr_onnxruntime import RapidOCR  # heavy import, only when a scan shows up
+
+                self._engine = RapidOCR()
+            result, _ = self._engine(image)
+        boxes: list[Box] = []
+        for points, text, _score in result or []:
+            xs = [float(p[0]) for p in points]
+            ys = [float(p[1]) for p in points]
+            top, bottom = min(ys), max(ys)
+            boxes.append(Box(text=str(text), x0=min(xs), top=top, x1=max(xs), bottom=bottom,
+                             size=text_size(str(text), max(xs) - min(xs), bottom - top)))
+        return boxes
+
+
+class TesseractOcr:
+    """The `tesseract` command (TSV output): words grouped into lines by tesseract's own block/line ids."""
+
+    name = "tesseract"
+
+    def __init__(self, binary: str, languages: str = "eng") -> None:
+        self.binary = binary
+        self.languages = languages
+
+    def read(self, image: np.ndarray[Any, Any]) -> list[Box]:
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        Image.fromarray(image).save(buffer, format="PNG")
+        proc = subprocess.run([self.binary, "stdin", "stdout", "-l", self.languages, "tsv"], input=buffer.getvalue(),
+                              capture_output=True, check=False, timeout=300)
+        if proc.returncode != 0:
+            raise IngestError(f"tesseract failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+        lines: dict[tuple[str, str, str, str], list[Box]] = {}
+        for row in csv.DictReader(io.StringIO(proc.stdout.decode("utf-8", errors="replace")), delimiter="\t",
+                                  quoting=csv.QUOTE_NONE):
+            text = (row.get("text") or "").strip()
+            if row.get("level") != "5" or not text:
+                continue
+            left, top, width, height = (float(row[k]) for k in ("left", "top", "width", "height"))
+            key = (row["page_num"], row["block_num"], row["par_num"], row["line_num"])
+            lines.setdefault(key, []).append(Box(text, left, top, left + width, top + height, height))
+        out: list[Box] = []
+        for words in lines.values():
+            out.append(Box(text=" ".join(w.text for w in words), x0=min(w.x0 for w in words),
+                           top=min(w.top for w in words), x1=max(w.x1 for w in words),
+                           bottom=max(w.bottom for w in words),
+                           size=text_size(" ".join(w.text for w in words),
+                                          max(w.x1 for w in words) - min(w.x0 for w in words),
+                                          max(w.size for w in words))))
+        return out
+
+
+def text_size(text: str, width: float, height: float) -> float:
+    """A font size estimate for an OCR line. Box heights swing with ascenders and descenders, so the
+    average character width (about half an em in proportional fonts) is the steadier measure."""
+    chars = len(text.strip())
+    if chars < 4:
+        return height
+    return 2.0 * width / chars
+
+
+_ENGINE: OcrEngine | None = None
+_ENGINE_LOCK = threading.Lock()
+
+
+def ocr_engine() -> OcrEngine:
+    """RAGD_OCR=auto (tesseract when on PATH, else rapidocr) | rapidocr | tesseract."""
+    global _ENGINE
+    with _ENGINE_LOCK:
+        if _ENGINE is None:
+            choice = os.environ.get("RAGD_OCR", "auto").strip().lower()
+            binary = shutil.which("tesseract")
+            if choice == "tesseract" and binary is None:
+                raise IngestError("RAGD_OCR=tesseract but the tesseract command is not installed")
+            if choice not in ("auto", "rapidocr", "tesseract"):
+                raise IngestError(f"RAGD_OCR={choice!r}: use auto, rapidocr or tesseract")
+            use_tesseract = binary is not None and choice in ("auto", "tesseract")
+            _ENGINE = TesseractOcr(binary) if binary is not None and use_tesseract else RapidOcr()
+        return _ENGINE
+
+
+def to_rgb(image: Any) -> np.ndarray[Any, Any]:
+    """A PIL image as an RGB uint8 array."""
+    return np.asarray(image.convert("RGB"))

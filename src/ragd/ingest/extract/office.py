@@ -1,0 +1,315 @@
+"""Office Open XML: DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl); all to the one block model."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import CorruptDocument
+from ...types import Block, BlockType, ExtractedDocument
+from ..normalize import normalize_text
+from .base import ExtractOptions, Source, single_document
+
+_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def office_kind(data: bytes) -> str | None:
+    """docx, pptx or xlsx from the zip's parts, not the file name."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+    except zipfile.BadZipFile:
+        return None
+    if "word/document.xml" in names:
+        return "docx"
+    if "ppt/presentation.xml" in names:
+        return "pptx"
+    if "xl/workbook.xml" in names:
+        return "xlsx"
+    return None
+
+
+def _clean(text: str) -> str:
+    return " ".join(normalize_text(text).split())
+
+
+def table_block(grid: list[list[str]], page: int | None = None, **meta: Any) -> Block | None:
+    """A grid of cell texts as a table block: empty rows and all-empty columns dropped, header = first row."""
+    rows = [[_clean(c) for c in row] for row in grid]
+    rows = [r for r in rows if any(r)]
+    if not rows:
+        return None
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    keep = [j for j in range(width) if any(r[j] for r in rows)]
+    rows = [[r[j] for j in keep] for r in rows]
+    if len(rows) < 2 or len(keep) < 1:
+        text = " ".join(c for r in rows for c in r if c)
+        return Block("paragraph", text, page=page) if text else None
+    header, body = tuple(rows[0]), tuple(tuple(r) for r in rows[1:])
+    text = "\n".join(" | ".join(r) for r in (header, *body))
+    return Block("table", text, header=header, rows=body, page=page, meta=dict(meta))
+
+
+def _open_error(source: Source, what: str, exc: Exception) -> CorruptDocument:
+    return CorruptDocument(f"{source.path.name}: damaged {what} ({type(exc).__name__}: {exc})")
+
+
+# -- DOCX ------------------------------------------------------------------------------------------------
+
+
+class _Numbering:
+    """numId/ilvl -> 'bullet' or a numbering format, from numbering.xml."""
+
+    def __init__(self, document: Any) -> None:
+        self.formats: dict[tuple[str, int], str] = {}
+        try:
+            root = document.part.numbering_part.element
+        except (KeyError, NotImplementedError, AttributeError):
+            return
+        abstract: dict[str, dict[int, str]] = {}
+        for node in root.findall(f"{W_NS}abstractNum"):
+            levels = {}
+            for lvl in node.findall(f"{W_NS}lvl"):
+                fmt = lvl.find(f"{W_NS}numFmt")
+                value = fmt.get(f"{W_NS}val", "bullet") if fmt is not None else "bullet"
+                levels[int(lvl.get(f"{W_NS}ilvl", "0"))] = value
+            abstract[node.get(f"{W_NS}abstractNumId", "")] = levels
+        for num in root.findall(f"{W_NS}num"):
+            ref = num.find(f"{W_NS}abstractNumId")
+            if ref is None:
+                continue
+            for level, fmt in abstract.get(ref.get(f"{W_NS}val", ""), {}).items():
+                self.formats[(num.get(f"{W_NS}numId", ""), level)] = fmt
+
+
+def _list_info(paragraph: Any, numbering: _Numbering) -> tuple[int, bool] | None:
+    """(level, numbered) when the paragraph is a list item, from its numPr or its style."""
+    ppr = paragraph._p.pPr
+    num_pr = ppr.numPr if ppr is not None else None
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if num_pr is not None and num_pr.numId is not None and num_pr.numId.val != 0:
+        level = num_pr.ilvl.val if num_pr.ilvl is not None else 0
+        fmt = numbering.formats.get((str(num_pr.numId.val), level), "bullet")
+        return level, fmt not in ("bullet", "none")
+    if style.lower().startswith("list"):
+        match = re.search(r"(\d)$", style)
+        return (int(match.group(1)) - 1 if match else 0), "number" in style.lower()
+    return None
+
+
+def _heading_level(paragraph: Any) -> int | None:
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if style.lower() == "title":
+        return 1
+    match = _HEADING_STYLE.match(style)
+    if match:
+        return min(int(match.group(1)) + 1, 6)
+    ppr = paragraph._p.pPr
+    outline = ppr.find(f"{W_NS}outlineLvl") if ppr is not None else None
+    if outline is not None:
+        return min(int(outline.get(f"{W_NS}val", "0")) + 2, 6)
+    return None
+
+
+def _docx_table(table: Any) -> Block | None:
+    grid: list[list[str]] = []
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:  # a horizontally merged cell repeats, as in the rendered grid
+            parts = [cell.text]
+            parts += [" ".join(c.text for c in r.cells) for t in cell.tables for r in t.rows]
+            cells.append(" ".join(parts))
+        grid.append(cells)
+    return table_block(grid)
+
+
+class DocxExtractor:
+    source_type = "docx"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        import docx
+        from docx.table import Table
+
+        try:
+            document = docx.Document(io.BytesIO(source.data))
+        except Exception as exc:
+            yield _open_error(source, "DOCX", exc)
+            return
+        numbering = _Numbering(document)
+        blocks: list[Block] = []
+        counters: dict[int, int] = {}
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                block = _docx_table(item)
+                if block is not None:
+                    blocks.append(block)
+                counters.clear()
+                continue
+            text = _clean(item.text)
+            if not text:
+                continue
+            level = _heading_level(item)
+            if level is not None:
+                blocks.append(Block("heading", text, level=level))
+                counters.clear()
+                continue
+            info = _list_info(item, numbering)
+            if info is None:
+                style = (item.style.name if item.style is not None else "") or ""
+                kind: BlockType = "code" if "code" in style.lower() or "source" in style.lower() else "paragraph"
+                blocks.append(Block(kind, normalize_text(item.text) if kind == "code" else text))
+                counters.clear()
+                continue
+            depth, numbered = info
+            counters = {k: v for k, v in counters.items() if k <= depth}
+            counters[depth] = counters.get(depth, 0) + 1
+            marker = f"{counters[depth]}." if numbered else "-"
+            line = "  " * depth + f"{marker} {text}"
+            if blocks and blocks[-1].type == "list":
+                blocks[-1] = Block("list", blocks[-1].text + "\n" + line)
+            else:
+                blocks.append(Block("list", line))
+        title = _clean(document.core_properties.title or "") or next(
+            (b.text for b in blocks if b.type == "heading"), None)
+        yield from single_document(source, "docx", title, blocks)
+
+
+# -- PPTX ------------------------------------------------------------------------------------------------
+
+
+def _shapes(shapes: Any) -> Iterator[Any]:
+    """Shapes in reading position (top, then left), group shapes flattened."""
+    def key(s: Any) -> tuple[int, int]:
+        return (int(s.top or 0), int(s.left or 0))
+
+    for shape in sorted(shapes, key=key):
+        if shape.shape_type == 6:  # MSO_SHAPE_TYPE.GROUP
+            yield from _shapes(shape.shapes)
+        else:
+            yield shape
+
+
+class PptxExtractor:
+    source_type = "pptx"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        import pptx
+
+        try:
+            deck = pptx.Presentation(io.BytesIO(source.data))
+        except Exception as exc:
+            yield _open_error(source, "PPTX", exc)
+            return
+        blocks: list[Block] = []
+        for number, slide in enumerate(deck.slides, start=1):
+            title_shape = slide.shapes.title
+            has_title = title_shape is not None and title_shape.has_text_frame
+            title = _clean(title_shape.text_frame.text) if has_title else ""
+            blocks.append(Block("heading", title or f"Slide {number}", level=1, page=number))
+            for shape in _shapes(slide.shapes):
+                if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                    continue
+                if shape.has_table:
+                    grid = [[cell.text for cell in row.cells] for row in shape.table.rows]
+                    block = table_block(grid, page=number)
+                    if block is not None:
+                        blocks.append(block)
+                elif shape.has_text_frame:
+                    blocks.extend(_text_frame(shape, number))
+            if slide.has_notes_slide:
+                notes = _clean(slide.notes_slide.notes_text_frame.text if slide.notes_slide.notes_text_frame else "")
+                if notes:
+                    blocks.append(Block("paragraph", f"Notes: {notes}", page=number, meta={"notes": True}))
+        deck_title = _clean(deck.core_properties.title or "") or next(
+            (b.text for b in blocks if b.type == "heading"), None)
+        yield from single_document(source, "pptx", deck_title, blocks, metadata={"slides": len(deck.slides)})
+
+
+def _text_frame(shape: Any, page: int) -> list[Block]:
+    """Body placeholders are bullet lists (with levels); free text boxes are paragraphs."""
+    is_body = shape.is_placeholder and shape.placeholder_format.type not in (None, 3, 15, 16)  # not title/date/footer
+    paragraphs = [(p.level, _clean("".join(r.text for r in p.runs) or p.text)) for p in shape.text_frame.paragraphs]
+    paragraphs = [(level, text) for level, text in paragraphs if text]
+    if not paragraphs:
+        return []
+    if is_body or any(level > 0 for level, _ in paragraphs):
+        text = "\n".join("  " * level + f"- {t}" for level, t in paragraphs)
+        return [Block("list", text, page=page)]
+    return [Block("paragraph", t, page=page) for _, t in paragraphs]
+
+
+# -- XLSX ------------------------------------------------------------------------------------------------
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if hasattr(value, "isoformat"):
+        text = str(value.isoformat())
+        return text[:-9] if text.endswith("T00:00:00") else text
+    return str(value)
+
+
+class XlsxExtractor:
+    source_type = "xlsx"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        import openpyxl
+
+        try:
+            values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
+            formulas = openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
+        except Exception as exc:
+            yield _open_error(source, "XLSX", exc)
+            return
+        blocks: list[Block] = []
+        warnings: list[str] = []
+        for number, sheet in enumerate(values.worksheets, start=1):
+            blocks.extend(_sheet_blocks(sheet, formulas[sheet.title], number, warnings))
+        title = _clean(values.properties.title or "") or None
+        yield from single_document(source, "xlsx", title, blocks, metadata={"sheets": len(values.worksheets)},
+                                   warnings=warnings)
+
+
+def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, warnings: list[str]) -> list[Block]:
+    """A sheet: its name as a heading, titles from merged cells across the top, then the table."""
+    grid: list[list[str]] = []
+    missing: list[str] = []
+    for row_values, row_formulas in zip(sheet.iter_rows(), formula_sheet.iter_rows()):
+        cells = []
+        for cell, formula in zip(row_values, row_formulas):
+            text = _cell_text(cell.value)
+            if not text and isinstance(formula.value, str) and formula.value.startswith("="):
+                missing.append(formula.coordinate)
+                text = formula.value  # the formula itself, never a silent blank
+            cells.append(text)
+        grid.append(cells)
+    if missing:
+        warnings.append(f"sheet {sheet.title!r}: {len(missing)} formula cell(s) have no cached value "
+                        f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); their formulas are kept "
+                        "as text: recalculate and save the workbook to index the values")
+    blocks = [Block("heading", sheet.title, level=1, page=number)]
+    # a merged range across the first rows holds a title, not the header
+    merged_titles = {r.min_row for r in sheet.merged_cells.ranges if r.min_row == r.max_row and r.max_col > r.min_col}
+    start = 0
+    while start < len(grid):
+        filled = [c for c in grid[start] if c]
+        if not filled:
+            start += 1
+            continue
+        if (start + 1) in merged_titles or (len(filled) == 1 and len(grid[start]) > 1 and start + 1 < len(grid)):
+            blocks.append(Block("paragraph", _clean(filled[0]), page=number, meta={"sheet_title": True}))
+            start += 1
+            continue
+        break
+    block = table_block(grid[start:], page=number, sheet=sheet.title)
+    if block is not None:
+        blocks.append(block)
+    return blocks if len(blocks) > 1 else []

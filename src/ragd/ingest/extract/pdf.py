@@ -1,0 +1,171 @@
+"""PDF: pdfplumber for the text layer (words with font size and weight, ruled tables), the layout module for
+reading order, paragraphs, borderless tables and headings; pages without a text layer are rendered with
+pypdfium2 and go through OCR."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import CorruptDocument, IngestError
+from ...types import Block, ExtractedDocument
+from ..normalize import normalize_text
+from .base import ExtractOptions, Source, single_document
+from .layout import Box, PageText, finish, leaf_blocks, lines_to_boxes, reading_order
+from .ocr import ocr_engine, to_rgb
+
+MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
+OCR_DPI = 300
+_DIGITS = re.compile(r"\d+")
+
+
+class EncryptedDocument(IngestError):
+    code = "encrypted"
+
+
+def _cell(value: str | None) -> str:
+    return normalize_text(value or "").replace("\n", " ")
+
+
+def _table_block(rows: list[list[str | None]]) -> Block | None:
+    cleaned = [[_cell(c) for c in row] for row in rows]
+    cleaned = [row for row in cleaned if any(row)]
+    if len(cleaned) < 2 or max(len(r) for r in cleaned) < 2:
+        return None
+    width = max(len(r) for r in cleaned)
+    cleaned = [r + [""] * (width - len(r)) for r in cleaned]
+    # drop columns that are empty everywhere (artifacts of merged or spanning cells)
+    keep = [j for j in range(width) if any(r[j] for r in cleaned)]
+    cleaned = [[r[j] for j in keep] for r in cleaned]
+    header = tuple(cleaned[0])
+    body = tuple(tuple(r) for r in cleaned[1:])
+    text = "\n".join(" | ".join(r) for r in (header, *body))
+    return Block("table", text, header=header, rows=body)
+
+
+def _text_page(page: Any) -> list[Box]:
+    tables = []
+    for table in page.find_tables():
+        block = _table_block(table.extract())
+        if block is not None:
+            x0, top, x1, bottom = table.bbox
+            tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
+
+    def inside(w: dict[str, Any]) -> bool:
+        cx, cy = (w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2
+        return any(t.x0 <= cx <= t.x1 and t.top <= cy <= t.bottom for t in tables)
+
+    words = [
+        Box(text=w["text"], x0=w["x0"], top=w["top"], x1=w["x1"], bottom=w["bottom"], size=float(w["size"]),
+            bold=_is_bold(str(w.get("fontname", ""))))
+        for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
+        if not inside(w)
+    ]
+    boxes = lines_to_boxes(words)
+    # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
+    sizes = [b.size for b in boxes]
+    body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
+    return boxes + [Box(t.text, t.x0, t.top, t.x1, t.bottom, body, table=t.table) for t in tables]
+
+
+def _is_bold(fontname: str) -> bool:
+    name = fontname.split("+", 1)[-1].lower()
+    return any(k in name for k in ("bold", "black", "heavy", "semibold", "demi"))
+
+
+def _ocr_page(data: bytes, index: int) -> list[Box]:
+    import pypdfium2
+
+    pdf = pypdfium2.PdfDocument(data)
+    try:
+        scale = OCR_DPI / 72
+        image = pdf[index].render(scale=scale).to_pil()
+    finally:
+        pdf.close()
+    boxes = ocr_engine().read(to_rgb(image))
+    return [Box(b.text, b.x0 / scale, b.top / scale, b.x1 / scale, b.bottom / scale, b.size / scale)
+            for b in boxes]
+
+
+def _strip_running(pages: list[list[Box]], heights: list[float]) -> list[list[Box]]:
+    """Drop running headers and footers: the same text (digits ignored) in the top or bottom 8% of at
+    least half of the pages, and of three pages or more."""
+    if len(pages) < 3:
+        return pages
+    seen: Counter[str] = Counter()
+    for boxes, height in zip(pages, heights):
+        keys = {_DIGITS.sub("#", b.text) for b in boxes if b.table is None and _margin(b, height)}
+        seen.update(keys)
+    running = {k for k, n in seen.items() if n >= 3 and n * 2 >= len(pages)}
+    return [[b for b in boxes if not (b.table is None and _margin(b, h) and _DIGITS.sub("#", b.text) in running)]
+            for boxes, h in zip(pages, heights)]
+
+
+def _margin(b: Box, height: float) -> bool:
+    return b.bottom < 0.08 * height or b.top > 0.92 * height
+
+
+class PdfExtractor:
+    source_type = "pdf"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        import pdfplumber
+        from pdfplumber.utils.exceptions import PdfminerException
+
+        try:
+            pdf = pdfplumber.open(io.BytesIO(source.data))
+            pages = pdf.pages
+        except PdfminerException as exc:
+            yield _open_error(source, exc)
+            return
+        except Exception as exc:  # pdfminer raises a zoo of types on damaged files
+            yield CorruptDocument(f"{source.path.name}: damaged PDF ({type(exc).__name__}: {exc})")
+            return
+        with pdf:
+            try:
+                per_page, heights, ocr_pages = [], [], []
+                for index, page in enumerate(pages):
+                    heights.append(float(page.height))
+                    if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
+                        per_page.append(_ocr_page(source.data, index) if page.images else [])
+                        if page.images:
+                            ocr_pages.append(index + 1)
+                    else:
+                        per_page.append(_text_page(page))
+                    page.flush_cache()
+            except PdfminerException as exc:
+                yield _open_error(source, exc)
+                return
+            title = _title(pdf.metadata)
+        laid_out = []
+        for number, boxes in enumerate(_strip_running(per_page, heights), start=1):
+            page_text = PageText(number)
+            for leaf in reading_order(boxes):
+                page_text.blocks.extend(leaf_blocks(leaf, number))
+            laid_out.append(page_text)
+        blocks = finish(laid_out)
+        yield from single_document(source, "pdf", title or _first_heading(blocks), blocks,
+                                   metadata={"pages": len(heights), "ocr_pages": ocr_pages})
+
+
+def _open_error(source: Source, exc: Exception) -> IngestError:
+    inner = exc.args[0] if exc.args else exc
+    name = type(inner).__name__
+    if "Password" in name or "Encrypt" in name:
+        return EncryptedDocument(f"{source.path.name} is encrypted: decrypt it first (ragd does not take passwords)")
+    return CorruptDocument(f"{source.path.name}: damaged PDF ({inner})")
+
+
+def _title(metadata: dict[str, Any]) -> str | None:
+    value = metadata.get("Title")
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    text = normalize_text(str(value)) if value else ""
+    return text if text and text.lower() not in ("untitled", "untitled document") else None
+
+
+def _first_heading(blocks: list[Block]) -> str | None:
+    return next((b.text for b in blocks if b.type == "heading"), None)
