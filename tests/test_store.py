@@ -12,7 +12,7 @@ from ragd.store.postgres import migrations
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
     "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
-    "document_filter_values",
+    "document_filter_values", "document_minhash", "document_minhash_bands",
 }
 
 

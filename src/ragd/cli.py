@@ -104,12 +104,15 @@ def main() -> None:
 @click.option("--title-field", help="JSON records: the title field (default: title).")
 @click.option("--text-field", multiple=True, help="JSON records: text field(s) (default: text, content, body).")
 @click.option("--keep-duplicates", is_flag=True, help="Store documents whose content another document already has.")
+@click.option("--near-duplicates", type=click.FloatRange(0.5, 1.0), default=None,
+              help="Whole-document similarity at which a document is a near-duplicate (default 0.9; 1.0: off).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @handle_errors
 def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tags: Sequence[str],
            embedder: str | None, id_field: str | None, title_field: str | None, text_field: Sequence[str],
-           keep_duplicates: bool, as_json: bool) -> None:
-    """Ingest files and directories (text, Markdown, JSON/JSONL records)."""
+           keep_duplicates: bool, near_duplicates: float | None, as_json: bool) -> None:
+    """Ingest files and directories: PDF (scans through OCR), DOCX, PPTX, XLSX, CSV/TSV, HTML, images,
+    Markdown, text and JSON/JSONL records."""
     col = open_collection(collection, tenant, embedder, create=True)
     tag_list = sorted({t.strip() for group in tags for t in group.split(",") if t.strip()})
     options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field))
@@ -122,7 +125,8 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
             progress.update(task, completed=done, total=total, description=label[-40:])
 
         report = col.ingest(list(paths), tags=tag_list, options=options,
-                            duplicates="keep" if keep_duplicates else "skip", on_progress=on_progress)
+                            duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
+                            on_progress=on_progress)
     if as_json:
         emit_json(report.as_dict())
     else:

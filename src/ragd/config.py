@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = 100
     exact_scan_threshold: int = 5000
     max_file_bytes: int = 200 * 1024 * 1024
+    # whole-document MinHash similarity at or above which a new document is a near-duplicate; 1.0 disables
+    near_duplicate_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
 
     @property
     def pgdata(self) -> Path:

@@ -194,13 +194,17 @@ class Collection:
                documents: Sequence[ExtractedDocument | Mapping[str, Any]] = (),
                tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
                options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
-               on_progress: Progress | None = None) -> IngestReport:
-        """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?})."""
+               near_duplicates: float | None = None, on_progress: Progress | None = None) -> IngestReport:
+        """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?}).
+
+        `near_duplicates` is the whole-document similarity (0.5-1.0) at which a new document counts as a
+        near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
         return run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
-                          options=options or ExtractOptions(), duplicates=duplicates, on_progress=on_progress)
+                          options=options or ExtractOptions(), duplicates=duplicates,
+                          near_duplicates=near_duplicates, on_progress=on_progress)
 
     # -- search -------------------------------------------------------------------------------
 

@@ -124,7 +124,9 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
         embedder = client._explicit_embedder() or make_embedder(client.settings.embedder, client.settings)
         name = collection or f"eval-{dataset.name}-{embedder.name}"
         col = client.collection(name, tenant=tenant)
+        # a benchmark corpus goes in as published: its near-duplicates may be judged documents
         report = col.ingest([dataset.corpus] if dataset.corpus else [], documents=dataset.documents,
+                            near_duplicates=1.0,
                             on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
         ingest = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
                   "cache_hits": report.cache_hits,

@@ -48,6 +48,7 @@ class _Builder:
         return sum(u.tokens for u in self.buffer)
 
     def emit(self, text: str, kind: ChunkType, tokens: int, meta: dict[str, Any]) -> None:
+        meta = {**meta, "summary": summarize(text, kind, meta), "keywords": keywords(text)}
         self.chunks.append(
             Chunk(
                 doc_id=self.doc_id,
@@ -80,6 +81,50 @@ class _Builder:
         if self.buffer and (total > p.max_tokens or (total > p.target_tokens and self.buffered >= p.min_tokens)):
             self.flush()
         self.buffer.append(unit)
+
+
+_KEYWORD = re.compile(r"[^\W_][\w\-.]*[^\W_]|[^\W\d_]", re.UNICODE)
+_STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers her
+him his how i if in into is it its itself just may me might more most must my no nor not now of off on once only or
+other our ours out over own same shall she should so some such than that the their theirs them then there these they
+this those through to too under until up upon us very was we were what when where which while who whom why will with
+within without would you your yours table row rows column columns
+""".split())
+SUMMARY_CHARS = 240
+KEYWORDS = 8
+
+
+def summarize(text: str, kind: str, meta: dict[str, Any]) -> str:
+    """A deterministic one-line summary: a table's caption, columns and row span; otherwise the first sentence
+    (cut at a word edge to SUMMARY_CHARS)."""
+    if kind == "table":
+        columns = ", ".join(c for c in meta.get("columns", []) if c)
+        first, last = meta.get("rows", [0, 0])
+        label = meta.get("caption") or meta.get("sheet") or "Table"
+        span = f"{label}: rows {first + 1}-{last}"
+        return f"{span} of columns {columns}" if columns else span
+    body = " ".join(text.split())
+    sentences = _sentences(body)
+    first_sentence = sentences[0] if sentences else body
+    if len(first_sentence) <= SUMMARY_CHARS:
+        return first_sentence
+    cut = first_sentence[:SUMMARY_CHARS].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "\u2026"
+
+
+def keywords(text: str, n: int = KEYWORDS) -> list[str]:
+    """The chunk's most frequent content words (stop words and bare numbers out), ties by first appearance."""
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for position, match in enumerate(_KEYWORD.finditer(text)):
+        word = match.group(0).lower()
+        if word in _STOPWORDS or len(word) < 3 or word.replace(".", "").replace(",", "").isdigit():
+            continue
+        counts[word] = counts.get(word, 0) + 1
+        first.setdefault(word, position)
+    return sorted(counts, key=lambda w: (-counts[w], first[w]))[:n]
 
 
 def _sentences(text: str) -> list[str]:
@@ -138,7 +183,8 @@ def _table(builder: _Builder, block: Block) -> None:
     row_lines = [_markdown_row(r) for r in rows]
     row_tokens = builder.counter.count_many(row_lines)
     cap = builder.policy.hard_cap_tokens
-    pages = [block.page] if block.page is not None else []
+    pages = list(block.meta.get("pages") or ([block.page] if block.page is not None else []))
+    extra: dict[str, Any] = {k: block.meta[k] for k in ("caption", "sheet", "borderless") if k in block.meta}
 
     def emit(first: int, last: int) -> None:
         lines = head_lines + row_lines[first:last]
@@ -147,6 +193,8 @@ def _table(builder: _Builder, block: Block) -> None:
             "format": "markdown",
             "csv": _csv(([header] if header else []) + rows[first:last]),
             "rows": [first, last],
+            "columns": header,
+            **extra,
         }
         if pages:
             meta["pages"] = pages

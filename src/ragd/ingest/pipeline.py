@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import psycopg
 
-from ..errors import FileTooLarge, IngestError, RagdError
+from ..errors import CorruptDocument, FileTooLarge, IngestError, InvalidRequest, RagdError
 from ..ids import chunk_id as make_chunk_id
 from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
 from ..ids import sha256_text
 from ..store import queries
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome
+from . import dedupe
 from .chunk import chunk_blocks
 from .detect import detect
 from .extract import EXTRACTORS, ExtractOptions, Source
@@ -47,6 +48,8 @@ class _Prepared:
     warnings: list[str]
     tags: tuple[str, ...]
     metadata: dict[str, Any]
+    signature: np.ndarray | None = None
+    band_keys: list[int] = field(default_factory=list)
     action: str = "new"
     version_id: uuid.UUID | None = None
     version_number: int = 1
@@ -62,6 +65,9 @@ class _RunState:
     embedded: int = 0
     cache_hits: int = 0
     warnings: list[str] = field(default_factory=list)
+    near_threshold: float = 1.0
+    near_index: dedupe.RunIndex = field(default_factory=dedupe.RunIndex)
+    near_decisions: list[dict[str, Any]] = field(default_factory=list)
 
     def take_index(self) -> int:
         self.next_index += 1
@@ -83,6 +89,7 @@ class _RunState:
             "embedded": self.embedded,
             "cache_hits": self.cache_hits,
             "warnings": self.warnings[:100],
+            "near_duplicates": self.near_decisions[:1000],
             "seconds": round(time.monotonic() - started, 3),
         }
 
@@ -126,6 +133,8 @@ def extract_path(path: Path, max_bytes: int, options: ExtractOptions) -> Iterato
         yield exc
     except OSError as exc:
         yield IngestError(f"{path}: cannot read: {exc.strerror or exc}")
+    except Exception as exc:  # a parser library choking on a malformed file fails that file only
+        yield CorruptDocument(f"{path.name}: could not be extracted ({type(exc).__name__}: {exc})")
 
 
 # -- preparation -------------------------------------------------------------------------------------
@@ -145,7 +154,10 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
     if not chunks:
         raise IngestError(f"{doc.external_id}: nothing to index after extraction")
     all_tags = tuple(sorted(set(doc.tags) | set(tags)))
+    signature = dedupe.signature(dedupe.document_text(doc))
     return _Prepared(
+        signature=signature,
+        band_keys=dedupe.band_keys(signature),
         item_index=index,
         doc=doc,
         doc_id=doc_id,
@@ -194,8 +206,9 @@ def embed_cached(col: Collection, texts: Sequence[str], state: _RunState) -> np.
 # -- planning and writing ----------------------------------------------------------------------------
 
 
-def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared], duplicates: Duplicates) -> None:
-    """Decide each document's action: unchanged, labels, duplicate, reactivate or new."""
+def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared], duplicates: Duplicates,
+          state: _RunState) -> None:
+    """Decide each document's action: unchanged, labels, duplicate (exact or near), reactivate or new."""
     doc_ids = sorted({p.doc_id for p in batch}, key=str)
     states = {row[0]: row for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
     active_by_hash: dict[str, list[tuple[uuid.UUID, str]]] = {}
@@ -220,6 +233,34 @@ def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared]
         p.version_id = make_version_id(p.doc_id, p.content_hash)
         p.version_number = int(row[6]) + 1 if row is not None else 1
         p.action = "reactivate" if (p.doc_id, p.content_hash) in known else "new"
+    _near_duplicates(conn, col, [p for p in batch if p.action == "new"], duplicates, state)
+
+
+def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared],
+                     duplicates: Duplicates, state: _RunState) -> None:
+    """Compare each new document with the stored active ones and with those accepted earlier in this run.
+    At or above the threshold it is recorded as a duplicate (unless duplicates are kept); every pair found
+    similar enough to be a candidate is recorded in the run with its score and the decision."""
+    keys = sorted({k for p in batch for k in p.band_keys})
+    stored = [(dedupe.Known(doc, ext, dedupe.from_bytes(sig)), set(bands)) for doc, ext, sig, bands in
+              conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "keys": keys})
+              ] if keys else []
+    for p in batch:
+        assert p.signature is not None
+        mine = set(p.band_keys)
+        candidates = [k for k, bands in stored if bands & mine] + state.near_index.candidates(p.band_keys)
+        match = dedupe.best_match(p.signature, p.doc_id, candidates)
+        if match is not None and match[1] >= 0.5:
+            other, score = match
+            skip = score >= state.near_threshold and duplicates == "skip"
+            state.near_decisions.append({"item": p.doc.external_id, "similar_to": other.external_id,
+                                         "similarity": round(score, 4), "threshold": state.near_threshold,
+                                         "decision": "duplicate" if skip else "kept"})
+            if skip:
+                p.action = "duplicate"
+                p.reason = f"near-duplicate of {other.external_id} (similarity {score:.3f} >= {state.near_threshold})"
+                continue
+        state.near_index.add(dedupe.Known(p.doc_id, p.doc.external_id, p.signature), p.band_keys)
 
 
 def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vectors: np.ndarray) -> None:
@@ -248,6 +289,10 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vec
     with conn.cursor() as cur:
         cur.executemany(queries.INSERT_CHUNK, rows)
         cur.executemany(queries.INSERT_EMBEDDING, embeddings)
+    if p.signature is not None:
+        ids = {"doc_version_id": p.version_id, "tenant_id": col.tenant, "collection_id": col.collection_id}
+        conn.execute(queries.INSERT_MINHASH, {**ids, "doc_id": p.doc_id, "signature": dedupe.to_bytes(p.signature)})
+        conn.execute(queries.INSERT_MINHASH_BANDS, {**ids, "keys": p.band_keys})
 
 
 def _outcome(p: _Prepared) -> ItemOutcome:
@@ -274,7 +319,7 @@ def _item_row(col: Collection, run_id: uuid.UUID, index: int, o: ItemOutcome) ->
 def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
             started: float) -> None:
     with col.store.tenant(col.tenant) as conn:
-        _plan(conn, col, batch, duplicates)
+        _plan(conn, col, batch, duplicates, state)
     todo = [p for p in batch if p.action == "new"]
     vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state)
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
@@ -367,11 +412,16 @@ def run_ingest(
     metadata: dict[str, Any] | None = None,
     options: ExtractOptions = ExtractOptions(),
     duplicates: Duplicates = "skip",
+    near_duplicates: float | None = None,
     on_progress: Progress | None = None,
 ) -> IngestReport:
     started = time.monotonic()
-    state = _RunState(run_id=uuid.uuid4())
+    threshold = col.settings.near_duplicate_threshold if near_duplicates is None else near_duplicates
+    if not 0.5 <= threshold <= 1.0:
+        raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use 0.5 to 1.0 (1.0 disables)")
+    state = _RunState(run_id=uuid.uuid4(), near_threshold=threshold)
     config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
+              "near_duplicate_threshold": threshold,
               "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
     with col.store.tenant(col.tenant) as conn:
         conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,

@@ -113,6 +113,27 @@ INSERT INTO document_versions (doc_version_id, tenant_id, doc_id, version_label,
 VALUES (%(doc_version_id)s, %(tenant_id)s, %(doc_id)s, %(version_label)s, %(content_hash)s, %(artifact_uri)s,
         %(chunk_count)s, COALESCE(%(effective_at)s::timestamptz, now()))"""
 
+INSERT_MINHASH = """
+INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)
+VALUES (%(doc_version_id)s, %(tenant_id)s, %(collection_id)s, %(doc_id)s, %(signature)s)
+ON CONFLICT (doc_version_id) DO NOTHING"""
+
+INSERT_MINHASH_BANDS = """
+INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, band_key)
+SELECT %(doc_version_id)s, %(tenant_id)s, %(collection_id)s, k FROM unnest(%(keys)s::bigint[]) k
+ON CONFLICT DO NOTHING"""
+
+# Active documents sharing at least one LSH band with any of the given keys, with the keys they share.
+NEAR_DUPLICATE_CANDIDATES = """
+SELECT m.doc_id, d.external_id, m.signature, array_agg(b.band_key)
+FROM document_minhash_bands b
+JOIN document_minhash m ON m.doc_version_id = b.doc_version_id
+JOIN document_versions v ON v.doc_version_id = m.doc_version_id AND v.is_active
+JOIN documents d ON d.doc_id = m.doc_id
+WHERE b.collection_id = %(collection_id)s AND b.band_key = ANY(%(keys)s::bigint[])
+GROUP BY m.doc_id, d.external_id, m.signature
+ORDER BY d.external_id"""
+
 INSERT_CHUNK = """
 INSERT INTO chunks (chunk_id, tenant_id, collection_id, doc_id, doc_version_id, chunk_index, heading_path,
                     chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 import zipfile
 from collections.abc import Iterator
 from typing import Any
@@ -187,8 +188,10 @@ def _shapes(shapes: Any) -> Iterator[Any]:
     def key(s: Any) -> tuple[int, int]:
         return (int(s.top or 0), int(s.left or 0))
 
+    from pptx.shapes.group import GroupShape
+
     for shape in sorted(shapes, key=key):
-        if shape.shape_type == 6:  # MSO_SHAPE_TYPE.GROUP
+        if isinstance(shape, GroupShape):
             yield from _shapes(shape.shapes)
         else:
             yield shape
@@ -264,21 +267,23 @@ class XlsxExtractor:
         import openpyxl
 
         try:
-            values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
-            formulas = openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
+            with warnings.catch_warnings():  # images openpyxl cannot read are dropped; text is all we need
+                warnings.simplefilter("ignore", UserWarning)
+                values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
+                formulas = openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
         except Exception as exc:
             yield _open_error(source, "XLSX", exc)
             return
         blocks: list[Block] = []
-        warnings: list[str] = []
+        problems: list[str] = []
         for number, sheet in enumerate(values.worksheets, start=1):
-            blocks.extend(_sheet_blocks(sheet, formulas[sheet.title], number, warnings))
+            blocks.extend(_sheet_blocks(sheet, formulas[sheet.title], number, problems))
         title = _clean(values.properties.title or "") or None
         yield from single_document(source, "xlsx", title, blocks, metadata={"sheets": len(values.worksheets)},
-                                   warnings=warnings)
+                                   warnings=problems)
 
 
-def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, warnings: list[str]) -> list[Block]:
+def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, problems: list[str]) -> list[Block]:
     """A sheet: its name as a heading, titles from merged cells across the top, then the table."""
     grid: list[list[str]] = []
     missing: list[str] = []
@@ -292,7 +297,7 @@ def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, warnings: list[st
             cells.append(text)
         grid.append(cells)
     if missing:
-        warnings.append(f"sheet {sheet.title!r}: {len(missing)} formula cell(s) have no cached value "
+        problems.append(f"sheet {sheet.title!r}: {len(missing)} formula cell(s) have no cached value "
                         f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); their formulas are kept "
                         "as text: recalculate and save the workbook to index the values")
     blocks = [Block("heading", sheet.title, level=1, page=number)]
