@@ -48,7 +48,7 @@ def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_pa
     assert gone.returncode == 4 and "no document 'faq-001'" in gone.stderr
     runs = json.loads(ok(run_cli(["runs", "list", "-c", name, "--json"], cli_env)).stdout)["runs"]
     assert runs[0]["collection"] == name and runs[0]["status"] == "succeeded"
-    run = json.loads(ok(run_cli(["runs", "show", str(runs[-1]["run_id"])[:8], "-c", name, "--json"],
+    run = json.loads(ok(run_cli(["runs", "show", str(runs[-1]["run_id"])[:8], "--json"],
                                 cli_env)).stdout)
     assert len(run["items"]) == 7
     cols = json.loads(ok(run_cli(["collections", "list", "--json"], cli_env)).stdout)["collections"]

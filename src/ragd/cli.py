@@ -389,12 +389,16 @@ def _run_row(run: dict[str, Any]) -> tuple[str, ...]:
 
 @runs.command("show")
 @click.argument("run_id")
-@common
+@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
-def runs_show(run_id: str, collection: str | None, tenant: str | None, as_json: bool) -> None:
-    """One run (id or unique prefix) with every item and its outcome."""
-    run = open_collection(collection, tenant, None, create=False).run(run_id)
+def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
+    """One run (id or unique prefix, in any collection of the tenant) with every item and its outcome."""
+    from .engine import connect
+
+    client = connect(settings=settings_for(None))
+    click.get_current_context().call_on_close(client.close)
+    run = client.run(run_id, tenant=tenant)
     if as_json:
         emit_json(run)
         return

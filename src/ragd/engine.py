@@ -112,6 +112,21 @@ class Ragd:
         return Collection(self, tenant=tenant, name=name, collection_id=row["collection_id"],
                           embed_model=model, dims=dims, embedder=embedder, policy=col_policy)
 
+    def run(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """One ingestion run (id or unique prefix) of the tenant, in any collection, with every item."""
+        tenant = check_tenant(tenant or self.settings.tenant)
+        with self.store.tenant(tenant) as conn:
+            cur = conn.execute(queries.GET_RUN, {"prefix": f"{run_id}%"})
+            names = [d.name for d in cur.description or ()]
+            rows = cur.fetchall()
+            if not rows:
+                raise RunNotFound(f"no ingestion run {run_id!r} for tenant {tenant!r}")
+            if len(rows) > 1:
+                raise InvalidRequest(f"run id prefix {run_id!r} is ambiguous; give more characters")
+            run = dict(zip(names, rows[0]))
+            run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
+            return run
+
     def _load(self, tenant: str, name: str) -> dict[str, Any] | None:
         with self.store.tenant(tenant) as conn:
             cur = conn.execute(queries.GET_COLLECTION, {"name": name})
@@ -304,17 +319,8 @@ class Collection:
             return rows_as_dicts(cur)
 
     def run(self, run_id: str) -> dict[str, Any]:
-        with self.store.tenant(self.tenant) as conn:
-            cur = conn.execute(queries.GET_RUN, {"prefix": f"{run_id}%"})
-            names = [d.name for d in cur.description or ()]
-            rows = cur.fetchall()
-            if not rows:
-                raise RunNotFound(f"no ingestion run {run_id!r} for tenant {self.tenant!r}")
-            if len(rows) > 1:
-                raise InvalidRequest(f"run id prefix {run_id!r} is ambiguous; give more characters")
-            run = dict(zip(names, rows[0]))
-            run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
-            return run
+        """One ingestion run (id or unique prefix) of this tenant, with every item."""
+        return self.client.run(run_id, tenant=self.tenant)
 
 
 def _explain(conn: Any, leg: str, stmt: Any, params: dict[str, Any], analyze: bool) -> dict[str, str]:

@@ -72,6 +72,10 @@ class CorruptDocument(IngestError):
     code = "corrupt_document"
 
 
+class EncryptedDocument(IngestError):
+    code = "encrypted_document"
+
+
 class FileTooLarge(IngestError):
     code = "file_too_large"
 

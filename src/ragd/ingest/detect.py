@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import UnsupportedFormat
+from ..errors import EncryptedDocument, UnsupportedFormat
 from .extract.office import office_kind
 
 _MAGIC: list[tuple[bytes, str]] = [
@@ -62,6 +62,8 @@ def detect(path: Path, data: bytes) -> str:
                     raise UnsupportedFormat(
                         "a zip archive that is not DOCX, PPTX or XLSX: unpack it and ingest the files")
                 return office
+            if kind == "ole" and "EncryptedPackage".encode("utf-16-le") in data:
+                raise EncryptedDocument("a password-protected Office file: remove the password and ingest it again")
             if kind in _REFUSED:
                 raise UnsupportedFormat(_REFUSED[kind])
             if magic == b"BM" and head[6:10] != b"\x00\x00\x00\x00":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import psycopg
 
-from ..errors import CorruptDocument, FileTooLarge, IngestError, InvalidRequest, RagdError
+from ..errors import CorruptDocument, EmptyDocument, FileTooLarge, IngestError, InvalidRequest, RagdError
 from ..ids import chunk_id as make_chunk_id
 from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
@@ -127,7 +128,7 @@ def extract_path(path: Path, max_bytes: int, options: ExtractOptions) -> Iterato
         source = read_source(path, max_bytes)
         kind = detect(path, source.data)
         if not source.data.strip():
-            raise IngestError(f"{path.name} is empty")
+            raise EmptyDocument(f"{path.name} is empty")
         yield from EXTRACTORS[kind].extract(source, options)
     except RagdError as exc:
         yield exc
@@ -421,9 +422,10 @@ def run_ingest(
         raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use 0.5 to 1.0 (1.0 disables)")
     state = _RunState(run_id=uuid.uuid4(), near_threshold=threshold)
     config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
-              "near_duplicate_threshold": threshold,
+              "near_duplicate_threshold": threshold, "host": socket.gethostname(),
               "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
     with col.store.tenant(col.tenant) as conn:
+        _close_interrupted_runs(conn, col)
         conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
                                           "collection_id": col.collection_id, "config": json.dumps(config)})
     stage = "extract"
@@ -472,6 +474,28 @@ def run_ingest(
     _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
     return IngestReport(run_id=state.run_id, status=status, items=tuple(outcomes), seconds=time.monotonic() - started,
                         embedded=state.embedded, cache_hits=state.cache_hits)
+
+
+def _close_interrupted_runs(conn: psycopg.Connection[Any], col: Collection) -> None:
+    """A run whose process died (killed, crashed, power loss) stays 'running' forever; runs started on this
+    host by a process that no longer exists are closed as failed. Their committed documents are complete
+    (each batch commits atomically); re-running the same input finishes the rest."""
+    host = socket.gethostname()
+    for run_id, run_host, pid in conn.execute(queries.RUNNING_RUNS, {"collection_id": col.collection_id}).fetchall():
+        if run_host != host or not (pid or "").isdigit() or _alive(int(pid)):
+            continue
+        conn.execute(queries.INTERRUPT_RUN, {"run_id": run_id,
+                                             "error": f"interrupted: process {pid} on {host} ended mid-run"})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _flush_pending(col: Collection, state: _RunState, started: float) -> None:

@@ -242,6 +242,14 @@ INSERT_RUN = """
 INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status, stage, config)
 VALUES (%(run_id)s, %(tenant_id)s, %(collection_id)s, 'running', 'extract', %(config)s)"""
 
+RUNNING_RUNS = """
+SELECT run_id, config->>'host', config->>'pid' FROM ingestion_runs
+WHERE collection_id = %(collection_id)s AND status = 'running' ORDER BY started_at"""
+
+INTERRUPT_RUN = """
+UPDATE ingestion_runs SET status = 'failed', error = %(error)s, finished_at = now()
+WHERE run_id = %(run_id)s AND status = 'running'"""
+
 UPDATE_RUN = """
 UPDATE ingestion_runs SET stats = %(stats)s, stage = %(stage)s WHERE run_id = %(run_id)s"""
 

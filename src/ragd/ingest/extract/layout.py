@@ -155,17 +155,17 @@ def reading_order(boxes: Sequence[Box]) -> list[list[Box]]:
     gutter = _gutter(boxes)
     if gutter is None:
         return [sorted(boxes, key=lambda b: (b.top, b.x0))] if boxes else []
-    lo, hi = gutter
-    spanning = sorted((b for b in boxes if b.x0 < hi and b.x1 > lo), key=lambda b: b.top)
-    rest = [b for b in boxes if not (b.x0 < hi and b.x1 > lo)]
+    mid = (gutter[0] + gutter[1]) / 2  # a box spans the page only if it covers the gutter's middle
+    spanning = sorted((b for b in boxes if b.x0 < mid < b.x1), key=lambda b: b.top)
+    rest = [b for b in boxes if not b.x0 < mid < b.x1]
     leaves: list[list[Box]] = []
     cuts = [s.top for s in spanning] + [float("inf")]
     previous = float("-inf")
     open_span = False  # consecutive full-width boxes (a two-line title) share one leaf
     for i, cut in enumerate(cuts):
         band = [b for b in rest if previous <= b.top < cut]
-        left = [b for b in band if b.x1 <= lo]
-        right = [b for b in band if b.x0 >= hi]
+        left = [b for b in band if b.x1 <= mid]
+        right = [b for b in band if b.x0 >= mid]
         for side in (left, right):
             if side:
                 leaves.extend(reading_order(side) if len(side) < len(boxes) else [sorted(side, key=_key)])

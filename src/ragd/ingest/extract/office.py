@@ -9,7 +9,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import CorruptDocument
+from ...errors import CorruptDocument, UnsupportedFormat
 from ...types import Block, BlockType, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
@@ -19,12 +19,12 @@ W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def office_kind(data: bytes) -> str | None:
-    """docx, pptx or xlsx from the zip's parts, not the file name."""
+    """docx, pptx or xlsx from the zip's parts, not the file name; None for another zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
-    except zipfile.BadZipFile:
-        return None
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise CorruptDocument(f"damaged zip container (truncated or corrupt Office file?): {exc}") from exc
     if "word/document.xml" in names:
         return "docx"
     if "ppt/presentation.xml" in names:
@@ -58,6 +58,14 @@ def table_block(grid: list[list[str]], page: int | None = None, **meta: Any) -> 
 
 def _open_error(source: Source, what: str, exc: Exception) -> CorruptDocument:
     return CorruptDocument(f"{source.path.name}: damaged {what} ({type(exc).__name__}: {exc})")
+
+
+def _strict_ooxml(data: bytes) -> bool:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        try:
+            return b"purl.oclc.org/ooxml" in archive.read("_rels/.rels")
+        except KeyError:
+            return False
 
 
 # -- DOCX ------------------------------------------------------------------------------------------------
@@ -139,7 +147,11 @@ class DocxExtractor:
         try:
             document = docx.Document(io.BytesIO(source.data))
         except Exception as exc:
-            yield _open_error(source, "DOCX", exc)
+            if _strict_ooxml(source.data):
+                yield UnsupportedFormat(f"{source.path.name} is a Strict Open XML document, which python-docx cannot "
+                                        "read: save it as a (Transitional) Word document and ingest it again")
+            else:
+                yield _open_error(source, "DOCX", exc)
             return
         numbering = _Numbering(document)
         blocks: list[Block] = []

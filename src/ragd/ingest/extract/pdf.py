@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import CorruptDocument, IngestError
+from ...errors import CorruptDocument, EncryptedDocument, IngestError
 from ...types import Block, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
@@ -20,10 +20,6 @@ from .ocr import ocr_engine, to_rgb
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
 OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
-
-
-class EncryptedDocument(IngestError):
-    code = "encrypted"
 
 
 def _cell(value: str | None) -> str:

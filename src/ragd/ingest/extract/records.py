@@ -10,11 +10,25 @@ from typing import Any
 from ...errors import CorruptDocument, EmptyDocument, IngestError
 from ...types import Block, ExtractedDocument
 from ..normalize import decode_text
-from .base import ExtractOptions, Source
+from .base import ExtractOptions, Source, single_document
 from .text import text_blocks
 
 ID_FIELDS = ("_id", "id", "doc_id")
 TEXT_FIELDS = ("text", "content", "body")
+
+
+def _leaves(value: Any, path: tuple[str, ...], out: list[str]) -> None:
+    """Readable string leaves in document order, each after its key (references like "#/texts/0" skipped)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _leaves(item, (*path, str(key)), out)
+    elif isinstance(value, list):
+        for item in value:
+            _leaves(item, path, out)
+    elif isinstance(value, str):
+        text = " ".join(value.split())
+        if text and not text.startswith("#/") and any(ch.isalpha() for ch in text):
+            out.append(f"{path[-1]}: {text}" if path and len(text) < 80 else text)
 
 
 def _first(record: dict[str, Any], names: tuple[str, ...]) -> tuple[str | None, Any]:
@@ -54,8 +68,14 @@ class RecordsExtractor:
         id_fields = (options.id_field,) if options.id_field else ID_FIELDS
         text_fields = options.text_fields or TEXT_FIELDS
         title_field = options.title_field or "title"
+        records = list(self._records(source))
+        if not self.lines and not options.id_field and records and not any(
+                isinstance(r, dict) and _first(r, id_fields)[1] is not None for _, r in records):
+            # a JSON file that is not a record set (a config, an export, a list of strings): one document
+            yield from self._whole(source)
+            return
         seen = 0
-        for where, record in self._records(source):
+        for where, record in records:
             seen += 1
             if isinstance(record, Exception):
                 yield record
@@ -63,6 +83,13 @@ class RecordsExtractor:
             yield self._document(source, where, record, id_fields, title_field, text_fields)
         if seen == 0:
             yield EmptyDocument(f"{source.path.name} holds no records")
+
+    def _whole(self, source: Source) -> Iterator[ExtractedDocument | Exception]:
+        data = json.loads(decode_text(source.data))
+        lines: list[str] = []
+        _leaves(data, (), lines)
+        blocks = [Block("paragraph", line) for line in lines]
+        yield from single_document(source, self.source_type, source.path.stem, blocks)
 
     def _document(
         self,

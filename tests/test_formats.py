@@ -1,0 +1,250 @@
+"""Rich document formats, extracted from real files (../shared/data/docs) and ingested end to end."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import ragd
+from ragd.config import Settings
+from ragd.ingest.extract import ExtractOptions
+from ragd.ingest.pipeline import extract_path
+from ragd.types import Block, ExtractedDocument
+
+from .conftest import DATA
+
+SYN = DATA / "docs" / "synthetic"
+INCIDENT_HEADER = ("Incident", "Date", "Severity", "Service", "Minutes down")
+REVENUE_HEADER = ("Region", "Q3 Revenue (EUR)", "Change vs Q2")
+WORD = re.compile(r"[0-9a-zà-ÿ]+(?:[.,'][0-9a-zà-ÿ]+)*", re.IGNORECASE)
+
+
+def extract(path: Path) -> ExtractedDocument:
+    docs = list(extract_path(path, 10**9, ExtractOptions()))
+    assert len(docs) == 1 and isinstance(docs[0], ExtractedDocument), docs
+    return docs[0]
+
+
+def tables(doc: ExtractedDocument, header: tuple[str, ...]) -> list[Block]:
+    return [b for b in doc.blocks if b.type == "table" and b.header == header]
+
+
+def headings(doc: ExtractedDocument) -> list[tuple[int, str]]:
+    return [(b.level, b.text) for b in doc.blocks if b.type == "heading"]
+
+
+def test_pdf_table_over_three_pages_is_one_table_and_headings_have_levels() -> None:
+    doc = extract(SYN / "long_report.pdf")
+    incident = tables(doc, INCIDENT_HEADER)
+    assert len(incident) == 1
+    rows = incident[0].rows
+    assert [r[0] for r in rows] == [f"INC-{2000 + i}" for i in range(75)]
+    assert [r[1] for r in rows] == [f"2024-{(i % 12) + 1:02d}-{(i % 27) + 1:02d}" for i in range(75)]
+    assert incident[0].meta["pages"] == [6, 7, 8]
+    # the regional table cut by the page 2/3 break comes back whole too
+    regions = tables(doc, ("Region", "Servers", "Uptime %", "Cost (kEUR)"))
+    assert len(regions) == 17 and all(len(t.rows) == 6 for t in regions)
+    borderless = tables(doc, ("Team", "Lead", "Headcount"))
+    assert len(borderless) == 1 and borderless[0].rows[0] == ("Platform", "A. Novak", "14")
+    levels = dict((text, level) for level, text in headings(doc))
+    assert levels["1. Section 1: Costs review"] == 1 and levels["1.1 Subsection 1.1"] == 2
+    assert doc.title == "Annual Infrastructure Report 2024"
+    lists = [b for b in doc.blocks if b.type == "list"]
+    assert lists and all(line.startswith("\u2022 ") for line in lists[0].text.split("\n"))
+
+
+def test_pdf_two_columns_read_in_order_whatever_the_content_stream_order() -> None:
+    truth = json.loads((SYN / "truth" / "twocol_gt.json").read_text())
+    for name in ("twocol.pdf", "twocol_interleaved.pdf"):
+        doc = extract(SYN / name)
+
+        def plain(text: str) -> str:
+            return " ".join(w.lower() for w in WORD.findall(text))
+
+        text = plain(" ".join(b.text for b in doc.blocks))
+        position = 0
+        for number, paragraph in enumerate(truth):
+            found = text.find(plain(paragraph), position)
+            assert found >= 0, (name, number)
+            position = found
+        assert ("2", "1 Introduction") in {(str(lv), t) for lv, t in headings(doc)}
+
+
+def test_docx_headings_lists_and_tables_in_body_order() -> None:
+    doc = extract(SYN / "report.docx")
+    kinds = [(b.type, b.text.split("\n")[0][:30]) for b in doc.blocks]
+    assert kinds.index(("heading", "2. Revenue by Region")) < [k for k, _ in kinds].index("table") < kinds.index(
+        ("heading", "2.1 Methodology"))
+    assert (2, "1. Executive Summary") in headings(doc) and (3, "1.1 Key highlights") in headings(doc)
+    lists = [b.text for b in doc.blocks if b.type == "list"]
+    assert lists[0].startswith("- Asia Pacific revenue exceeded 1.5M EUR")
+    assert lists[1].split("\n") == ["1. Hedge 60% of BRL exposure before October 15.",
+                                    "2. Renegotiate the Rotterdam logistics contract.",
+                                    "3. Launch the self-service portal in DACH."]
+    table = tables(doc, REVENUE_HEADER)[0]
+    assert table.rows[-1] == ("Total", "4,401,564", "+4.1%") and len(table.rows) == 7
+
+
+def test_pptx_slide_titles_bullet_levels_and_tables() -> None:
+    doc = extract(SYN / "review.pptx")
+    assert [(b.page, b.text) for b in doc.blocks if b.type == "heading"] == [
+        (1, "Q3 2024 Business Review"), (2, "Highlights"), (3, "Revenue by region")]
+    bullets = next(b.text for b in doc.blocks if b.type == "list" and b.page == 2).split("\n")
+    assert bullets == ["- Revenue +4.1% QoQ", "  - Asia Pacific above 1.5M EUR", "- Churn down to 2.9%",
+                       "- Two new DCs opened"]
+    assert tables(doc, REVENUE_HEADER)[0].page == 3
+
+
+def test_xlsx_merged_title_is_not_the_header_and_uncached_formulas_are_reported() -> None:
+    doc = extract(SYN / "sales.xlsx")
+    assert not doc.warnings
+    headcount = tables(doc, ("Department", "Location", "FTE 2023", "FTE 2024"))[0]
+    assert headcount.rows[3] == ("Support", "Kraków", "14", "19")
+    assert any(b.type == "paragraph" and b.text == "Headcount by department" for b in doc.blocks)
+    sales = tables(doc, ("Order ID", "Date", "Customer", "Product", "Qty", "Unit price", "Total"))[0]
+    assert sales.rows[0][1] == "2024-07-04" and sales.rows[0][6] == str(int(sales.rows[0][4]) * int(sales.rows[0][5]))
+    nocache = extract(SYN / "sales_nocache.xlsx")
+    assert len(nocache.warnings) == 1 and "21 formula cell(s) have no cached value" in nocache.warnings[0]
+    first = tables(nocache, sales.header)[0].rows[0]
+    assert first[6] == "=E2*F2"  # kept as the formula, never a silent blank
+
+
+def test_csv_encoding_and_delimiter_are_detected() -> None:
+    doc = extract(SYN / "customers_cp1252.csv")
+    assert doc.metadata == {"encoding": "cp1252", "delimiter": ";"}
+    table = doc.blocks[0]
+    assert table.header == ("Kunde", "Straße", "Ort", "Umsatz €")
+    assert table.rows[1] == ("Zoë's Café", "Rue de l'Été 3", "Besançon", "3.120,50")
+    tsv = extract(DATA / "docs" / "docling" / "csv" / "sources" / "csv-tab.csv")
+    assert tsv.metadata["delimiter"] == "\t" and len(tsv.blocks[0].header) == 12
+
+
+def test_html_boilerplate_goes_and_structure_stays() -> None:
+    doc = extract(SYN / "article.html")
+    text = " ".join(b.text for b in doc.blocks)
+    for boilerplate in ("cookies", "Accept all", "Careers", "Related articles", "newsletter", "All rights reserved",
+                        "Privacy policy", "dataLayer"):
+        assert boilerplate not in text, boilerplate
+    assert headings(doc) == [(1, "Q3 2024 revenue by region"), (2, "Regional breakdown"), (2, "Outlook"),
+                             (3, "Risks"), (3, "Guidance")]
+    table = tables(doc, REVENUE_HEADER)[0]
+    assert table.meta["caption"] == "Table 1: Q3 revenue by region" and len(table.rows) == 7
+    assert any(b.type == "list" and b.text.startswith("- Currency exposure") for b in doc.blocks)
+
+
+def test_type_is_detected_from_content_not_the_extension(tmp_path: Path) -> None:
+    disguised = tmp_path / "quarterly.txt"
+    shutil.copy(SYN / "report.docx", disguised)
+    assert extract(disguised).source_type == "docx"
+    pdf = tmp_path / "scan.bin"
+    shutil.copy(SYN / "twocol.pdf", pdf)
+    assert extract(pdf).source_type == "pdf"
+
+
+@pytest.fixture(scope="module")
+def synthetic(client: ragd.Ragd) -> tuple[ragd.Collection, ragd.IngestReport]:
+    col = client.collection("formats-synthetic")
+    return col, col.ingest([SYN])
+
+
+def test_folder_ingest_every_file_accounted_for_and_incident_found(
+        synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
+    col, report = synthetic
+    files = sorted(p.name for p in SYN.rglob("*") if p.is_file())
+    assert len(report.items) >= len(files) and report.status == "succeeded"
+    assert all(i.status != "failed" or i.reason for i in report.items)
+    assert not [i for i in report.items if i.status == "failed" and "/make/" not in i.source_uri
+                and "/truth/" not in i.source_uri], report.failed
+    hits = col.search("INC-2070", k=5)
+    header_line = "| " + " | ".join(INCIDENT_HEADER) + " |"
+    # the incident log exists twice (the PDF report and long_table.docx): both hold the row under the header
+    for hit in hits[:2]:
+        assert hit.chunk_type == "table" and hit.content.startswith(header_line) and "| INC-2070 |" in hit.content
+    top = next(h for h in hits[:2] if h.external_id.endswith("long_report.pdf"))
+    assert top.metadata["format"] == "markdown"
+    assert "INC-2070," in top.metadata["csv"] and top.metadata["csv"].startswith(",".join(INCIDENT_HEADER))
+    assert top.metadata["pages"] == [6, 7, 8] and top.metadata["keywords"]
+    assert top.metadata["summary"].startswith("Table: rows")
+
+
+def test_every_chunk_of_a_split_table_starts_with_the_header(
+        client: ragd.Ragd, synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
+    col, _ = synthetic
+    doc = next(d for d in col.documents(limit=100) if d["external_id"].endswith("long_report.pdf"))
+    with client.store.tenant(col.tenant) as conn:
+        rows = conn.execute(
+            "SELECT content, metadata FROM chunks WHERE doc_id = %s AND is_active AND chunk_type = 'table' "
+            "AND content LIKE '| Incident |%%' ORDER BY chunk_index", (doc["doc_id"],)).fetchall()
+    assert len(rows) >= 2
+    assert [r[1]["rows"] for r in rows] == [[0, rows[0][1]["rows"][1]], [rows[0][1]["rows"][1], 75]][: len(rows)]
+    assert all(r[0].split("\n")[0] == "| " + " | ".join(INCIDENT_HEADER) + " |" for r in rows)
+
+
+def test_scanned_page_is_read_by_ocr(client: ragd.Ragd, synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
+    col, report = synthetic
+    item = next(i for i in report.items if i.source_uri.endswith("scanned_page.png"))
+    assert item.status == "ingested"
+    with client.store.tenant(col.tenant) as conn:
+        rows = conn.execute("SELECT content, heading_path FROM chunks WHERE doc_version_id = %s ORDER BY chunk_index",
+                            (item.doc_version_id,)).fetchall()
+    chunks = [r[0] for r in rows]
+    headings = list(dict.fromkeys(h for r in rows for h in r[1]))  # headings live in the paths, once each
+    truth = Counter(w.lower() for w in WORD.findall((SYN / "truth" / "gt_report_p1.txt").read_text()))
+    found = Counter(w.lower() for w in WORD.findall(" ".join(headings + chunks)))
+    recall = sum(min(n, found[w]) for w, n in truth.items()) / sum(truth.values())
+    assert recall >= 0.9, recall
+    assert any(c.startswith("| Region |") and "Asia Pacific" in c for c in chunks)  # the ruled table in the image
+
+
+def test_near_duplicate_files_are_recorded_with_their_similarity(
+        synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
+    col, report = synthetic
+    status = {Path(i.source_uri).name: (i.status, i.reason or "") for i in report.items}
+    # the interleaved PDF reads exactly like the plain one: an exact duplicate
+    assert status["twocol_interleaved.pdf"] == ("duplicate", f"same content as {(SYN / 'twocol.pdf').as_posix()}")
+    # the PDF rendering of report.docx has the same words in other blocks: a near-duplicate
+    assert status["report.pdf"][0] == "duplicate" and "near-duplicate of" in status["report.pdf"][1]
+    decisions = {Path(d["item"]).name: d for d in col.run(str(report.run_id))["stats"]["near_duplicates"]}
+    assert decisions["report.pdf"]["decision"] == "duplicate" and decisions["report.pdf"]["similarity"] >= 0.9
+    assert decisions["report.pdf"]["similar_to"].endswith("report.docx")
+    # the workbook shares most of its words with sales.csv but stays below the threshold: kept, and recorded
+    assert decisions["sales.xlsx"]["decision"] == "kept" and 0.5 <= decisions["sales.xlsx"]["similarity"] < 0.9
+
+
+def test_bad_files_fail_alone_with_specific_reasons(client: ragd.Ragd, settings: Settings, name: str,
+                                                     tmp_path: Path) -> None:
+    shutil.copy(DATA / "docs" / "pdfplumber" / "password-example.pdf", tmp_path / "locked.pdf")
+    (tmp_path / "truncated.docx").write_bytes((SYN / "report.docx").read_bytes()[:3000])
+    (tmp_path / "archive.zip").write_bytes(_zip_with("notes.txt", b"hello"))
+    (tmp_path / "legacy.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    shutil.copy(SYN / "scanned.pdf", tmp_path / "big.pdf")
+    shutil.copy(SYN / "report.docx", tmp_path / "good.docx")
+    small = ragd.connect(settings=settings.model_copy(update={"max_file_bytes": 200_000}))
+    try:
+        report = small.collection(name).ingest([tmp_path])
+    finally:
+        small.close()
+    failed = {Path(i.source_uri).name: (i.error_code, i.reason or "") for i in report.failed}
+    assert failed["locked.pdf"][0] == "encrypted_document" and "encrypted" in failed["locked.pdf"][1]
+    assert failed["truncated.docx"][0] == "corrupt_document" and "damaged zip" in failed["truncated.docx"][1]
+    assert failed["archive.zip"][0] == "unsupported_format" and "unpack" in failed["archive.zip"][1]
+    assert failed["legacy.doc"][0] == "unsupported_format" and "DOCX" in failed["legacy.doc"][1]
+    assert failed["broken.png"][0] == "corrupt_document" and "image" in failed["broken.png"][1]
+    assert failed["big.pdf"][0] == "file_too_large" and "RAGD_MAX_FILE_BYTES" in failed["big.pdf"][1]
+    assert [i.status for i in report.items if i.source_uri.endswith("good.docx")] == ["ingested"]
+
+
+def _zip_with(name: str, data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, data)
+    return buffer.getvalue()
