@@ -125,16 +125,74 @@ def _heading_level(paragraph: Any) -> int | None:
     return None
 
 
-def _docx_table(table: Any) -> Block | None:
+def _body_items(container: Any) -> Iterator[Any]:
+    """Paragraphs (w:p) and tables (w:tbl) in body order, including those inside content controls (w:sdt)
+    and custom XML wrappers, which python-docx's own iteration skips."""
+    for child in container.iterchildren():
+        tag = child.tag
+        if tag in (f"{W_NS}p", f"{W_NS}tbl"):
+            yield child
+        elif tag == f"{W_NS}sdt":
+            content = child.find(f"{W_NS}sdtContent")
+            if content is not None:
+                yield from _body_items(content)
+        elif tag in (f"{W_NS}customXml", f"{W_NS}smartTag"):
+            yield from _body_items(child)
+
+
+def _int_attr(parent: Any, tag: str, default: int) -> int:
+    node = parent.find(f"{W_NS}{tag}") if parent is not None else None
+    value = node.get(f"{W_NS}val") if node is not None else None
+    return int(value) if value is not None and value.isdigit() else default
+
+
+def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
+    """A table as its rendered grid: a cell spanning columns or rows repeats its text in every position it
+    covers, a row starting late (gridBefore) gets empty cells. Nested tables follow as tables of their own."""
     grid: list[list[str]] = []
-    for row in table.rows:
-        cells: list[str] = []
-        for cell in row.cells:  # a horizontally merged cell repeats, as in the rendered grid
-            parts = [cell.text]
-            parts += [" ".join(c.text for c in r.cells) for t in cell.tables for r in t.rows]
-            cells.append(" ".join(parts))
-        grid.append(cells)
-    return table_block(grid)
+    nested: list[Block] = []
+    for tr in _body_rows(tbl):
+        tr_pr = tr.find(f"{W_NS}trPr")
+        row = [""] * _int_attr(tr_pr, "gridBefore", 0)
+        for tc in _row_cells(tr):
+            tc_pr = tc.find(f"{W_NS}tcPr")
+            span = max(1, _int_attr(tc_pr, "gridSpan", 1))
+            merge = tc_pr.find(f"{W_NS}vMerge") if tc_pr is not None else None
+            parts = []
+            for item in _body_items(tc):
+                if item.tag == f"{W_NS}tbl":
+                    nested.extend(_docx_tables(item, paragraph))
+                else:
+                    parts.append(paragraph(item).text)
+            text = " ".join(" ".join(parts).split())
+            column = len(row)
+            if merge is not None and merge.get(f"{W_NS}val") in (None, "continue") and grid:
+                above = grid[-1]
+                text = above[column] if column < len(above) else text
+            row.extend([text] * span)
+        grid.append(row)
+    block = table_block(grid)
+    return ([block] if block is not None else []) + nested
+
+
+def _body_rows(tbl: Any) -> Iterator[Any]:
+    for child in tbl.iterchildren():
+        if child.tag == f"{W_NS}tr":
+            yield child
+        elif child.tag == f"{W_NS}sdt":
+            content = child.find(f"{W_NS}sdtContent")
+            if content is not None:
+                yield from _body_rows(content)
+
+
+def _row_cells(tr: Any) -> Iterator[Any]:
+    for child in tr.iterchildren():
+        if child.tag == f"{W_NS}tc":
+            yield child
+        elif child.tag == f"{W_NS}sdt":
+            content = child.find(f"{W_NS}sdtContent")
+            if content is not None:
+                yield from _row_cells(content)
 
 
 class DocxExtractor:
@@ -142,7 +200,7 @@ class DocxExtractor:
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
         import docx
-        from docx.table import Table
+        from docx.text.paragraph import Paragraph
 
         try:
             document = docx.Document(io.BytesIO(source.data))
@@ -156,13 +214,17 @@ class DocxExtractor:
         numbering = _Numbering(document)
         blocks: list[Block] = []
         counters: dict[int, int] = {}
-        for item in document.iter_inner_content():
-            if isinstance(item, Table):
-                block = _docx_table(item)
-                if block is not None:
-                    blocks.append(block)
+        body = document.element.body
+
+        def paragraph(element: Any) -> Any:
+            return Paragraph(element, document._body)
+
+        for element in _body_items(body):
+            if element.tag == f"{W_NS}tbl":
+                blocks.extend(_docx_tables(element, paragraph))
                 counters.clear()
                 continue
+            item = paragraph(element)
             text = _clean(item.text)
             if not text:
                 continue
