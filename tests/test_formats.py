@@ -248,3 +248,38 @@ def _zip_with(name: str, data: bytes) -> bytes:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(name, data)
     return buffer.getvalue()
+
+
+def test_tesseract_is_used_when_installed_and_its_tsv_becomes_blocks(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `tesseract` command on PATH that speaks tesseract's CLI (image on stdin, TSV on stdout) stands in for
+    the real one, which this machine does not have."""
+    import os
+    import stat
+    import sys
+
+    from ragd.ingest.extract import ocr
+
+    rows = [("1", "1", "1", "1", "Quarterly", 100, 40, 300, 60), ("1", "1", "1", "1", "Report", 420, 40, 200, 60),
+            ("2", "1", "1", "1", "Revenue", 100, 200, 150, 20), ("2", "1", "1", "1", "grew", 260, 200, 80, 20),
+            ("2", "1", "1", "2", "strongly.", 100, 230, 160, 20)]
+    tsv = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n" + "".join(
+        f"5\t1\t{b}\t{p}\t{ln}\t{i}\t{x}\t{y}\t{w}\t{h}\t95\t{t}\n"
+        for i, (b, p, ln, _, t, x, y, w, h) in enumerate(rows))
+    script = tmp_path / "bin" / "tesseract"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\nimport sys\nassert sys.argv[1:3] == ['stdin', 'stdout'], sys.argv\n"
+                      f"data = sys.stdin.buffer.read()\nassert data.startswith(b'\\x89PNG'), 'expected a PNG'\n"
+                      f"sys.stdout.write({tsv!r})\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    ocr.reset_ocr_engine()  # choose again with this PATH
+    try:
+        assert ocr.ocr_engine().name == "tesseract"
+        doc = extract(SYN / "scanned_page.png")
+    finally:
+        monkeypatch.undo()
+        ocr.reset_ocr_engine()
+    assert doc.metadata["ocr"] == "tesseract"
+    assert [(b.type, b.text) for b in doc.blocks] == [("heading", "Quarterly Report"),
+                                                      ("paragraph", "Revenue grew strongly.")]

@@ -100,6 +100,13 @@ _ENGINE: OcrEngine | None = None
 _ENGINE_LOCK = threading.Lock()
 
 
+def reset_ocr_engine() -> None:
+    """Choose the engine again on next use (after RAGD_OCR or PATH changed)."""
+    global _ENGINE
+    with _ENGINE_LOCK:
+        _ENGINE = None
+
+
 def ocr_engine() -> OcrEngine:
     """RAGD_OCR=auto (tesseract when on PATH, else rapidocr) | rapidocr | tesseract."""
     global _ENGINE

@@ -358,7 +358,8 @@ class XlsxExtractor:
 
 
 def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, problems: list[str]) -> list[Block]:
-    """A sheet: its name as a heading, titles from merged cells across the top, then the table."""
+    """A sheet: its name as a heading, then each table region (a connected block of filled cells, merged
+    ranges filled in) in reading order; a region's leading rows holding one merged or lone value are titles."""
     grid: list[list[str]] = []
     missing: list[str] = []
     for row_values, row_formulas in zip(sheet.iter_rows(), formula_sheet.iter_rows()):
@@ -368,27 +369,71 @@ def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, problems: list[st
             if not text and isinstance(formula.value, str) and formula.value.startswith("="):
                 missing.append(formula.coordinate)
                 text = formula.value  # the formula itself, never a silent blank
-            cells.append(text)
+            cells.append(_clean(text))
         grid.append(cells)
     if missing:
         problems.append(f"sheet {sheet.title!r}: {len(missing)} formula cell(s) have no cached value "
                         f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); their formulas are kept "
                         "as text: recalculate and save the workbook to index the values")
+    width = max((len(r) for r in grid), default=0)
+    grid = [r + [""] * (width - len(r)) for r in grid]
+    merged_title = set()
+    for rng in sheet.merged_cells.ranges:  # a merged cell shows its value over its whole range
+        top, left = rng.min_row - 1, rng.min_col - 1
+        if top >= len(grid) or left >= width:
+            continue
+        value = grid[top][left]
+        for r in range(top, min(rng.max_row, len(grid))):
+            for c in range(left, min(rng.max_col, width)):
+                grid[r][c] = value
+        if rng.max_col > rng.min_col:
+            merged_title.add(top)
     blocks = [Block("heading", sheet.title, level=1, page=number)]
-    # a merged range across the first rows holds a title, not the header
-    merged_titles = {r.min_row for r in sheet.merged_cells.ranges if r.min_row == r.max_row and r.max_col > r.min_col}
-    start = 0
-    while start < len(grid):
-        filled = [c for c in grid[start] if c]
-        if not filled:
-            start += 1
-            continue
-        if (start + 1) in merged_titles or (len(filled) == 1 and len(grid[start]) > 1 and start + 1 < len(grid)):
-            blocks.append(Block("paragraph", _clean(filled[0]), page=number, meta={"sheet_title": True}))
-            start += 1
-            continue
-        break
-    block = table_block(grid[start:], page=number, sheet=sheet.title)
-    if block is not None:
-        blocks.append(block)
+    for top, left, bottom, right in _regions(grid):
+        rows = [row[left : right + 1] for row in grid[top : bottom + 1]]
+        while len(rows) > 1 and len({c for c in rows[0] if c}) == 1 and (len(rows[0]) > 1 or top in merged_title):
+            blocks.append(Block("paragraph", next(c for c in rows[0] if c), page=number, meta={"sheet_title": True}))
+            rows, top = rows[1:], top + 1
+        block = table_block(rows, page=number, sheet=sheet.title)
+        if block is not None:
+            blocks.append(block)
     return blocks if len(blocks) > 1 else []
+
+
+MAX_REGION_CELLS = 2_000_000
+
+
+def _regions(grid: list[list[str]]) -> list[tuple[int, int, int, int]]:
+    """Bounding boxes (top, left, bottom, right) of the 4-connected groups of filled cells, top-left first."""
+    height = len(grid)
+    width = len(grid[0]) if grid else 0
+    if height * width > MAX_REGION_CELLS:  # too big to label cell by cell: the used range is one region
+        return [(0, 0, height - 1, width - 1)] if height and width else []
+    seen = [[False] * width for _ in range(height)]
+    boxes = []
+    for r in range(height):
+        for c in range(width):
+            if seen[r][c] or not grid[r][c]:
+                continue
+            stack = [(r, c)]
+            seen[r][c] = True
+            top, left, bottom, right = r, c, r, c
+            while stack:
+                y, x = stack.pop()
+                top, left, bottom, right = min(top, y), min(left, x), max(bottom, y), max(right, x)
+                for ny, nx in ((y - 1, x), (y + 1, x), (y, x - 1), (y, x + 1)):
+                    if 0 <= ny < height and 0 <= nx < width and not seen[ny][nx] and grid[ny][nx]:
+                        seen[ny][nx] = True
+                        stack.append((ny, nx))
+            boxes.append((top, left, bottom, right))
+    # regions whose boxes overlap (an L-shaped block) are one table
+    merged: list[tuple[int, int, int, int]] = []
+    for box in sorted(boxes):
+        for i, other in enumerate(merged):
+            if box[0] <= other[2] and other[0] <= box[2] and box[1] <= other[3] and other[1] <= box[3]:
+                merged[i] = (min(box[0], other[0]), min(box[1], other[1]), max(box[2], other[2]),
+                             max(box[3], other[3]))
+                break
+        else:
+            merged.append(box)
+    return sorted(merged)
