@@ -294,7 +294,12 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
     body = max(sorted(weights), key=lambda s: weights[s]) if weights else 0.0
     heading_sizes = sorted({round(size, 1) for block, size, bold in flat if _is_heading(block, size, bold, body)},
                            reverse=True)
-    levels = {s: min(i + 1, 6) for i, s in enumerate(heading_sizes)}
+    levels: dict[float, int] = {}
+    level, anchor = 0, float("inf")
+    for size in heading_sizes:  # sizes within 10% of a level's largest share it (OCR sizes are estimates)
+        if size < anchor * 0.9:
+            level, anchor = min(level + 1, 6), size
+        levels[size] = level
     blocks: list[Block] = []
     for block, size, bold in flat:
         if _is_heading(block, size, bold, body):

@@ -38,7 +38,7 @@ class RapidOcr:
                 from rapidocr_onnxruntime import RapidOCR  # heavy import, only when a scan shows up
 
                 self._engine = RapidOCR()
-            result, _ = self._engine(image)
+            result, _ = self._engine(binarize_scan(image))
         boxes: list[Box] = []
         for points, text, _score in result or []:
             xs = [float(p[0]) for p in points]
@@ -47,6 +47,27 @@ class RapidOcr:
             boxes.append(Box(text=str(text), x0=min(xs), top=top, x1=max(xs), bottom=bottom,
                              size=text_size(str(text), max(xs) - min(xs), bottom - top)))
         return boxes
+
+
+def binarize_scan(image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A document scan (light background) as black on white, cut a little below Otsu's threshold.
+
+    Scanner speckle and JPEG noise make the recogniser drop the spaces between words; on the synthetic scan
+    this lifted word recall from 0.57 to 0.98 (the PDF's image) and from 0.95 to 0.97 (the PNG). Photos and
+    dark pages are left as they are."""
+    gray = (image[..., :3] @ np.array([0.299, 0.587, 0.114])).astype(np.uint8) if image.ndim == 3 else image
+    if float(np.median(gray)) < 200:
+        return image
+    hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
+    levels = np.arange(256, dtype=np.float64)
+    w0 = np.cumsum(hist)
+    s0 = np.cumsum(levels * hist)
+    w1 = gray.size - w0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (s0 / w0 - (s0[-1] - s0) / w1) ** 2 * w0 * w1
+    threshold = int(np.nanargmax(between) * 0.95)
+    binary = np.where(gray > threshold, 255, 0).astype(np.uint8)
+    return np.stack([binary] * 3, axis=-1)
 
 
 class TesseractOcr:
