@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import re
 import warnings
@@ -292,8 +293,7 @@ class PptxExtractor:
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
                 if shape.has_table:
-                    grid = [[cell.text for cell in row.cells] for row in shape.table.rows]
-                    block = table_block(grid, page=number)
+                    block = table_block(_pptx_grid(shape.table), page=number)
                     if block is not None:
                         blocks.append(block)
                 elif shape.has_text_frame:
@@ -305,6 +305,19 @@ class PptxExtractor:
         deck_title = _clean(deck.core_properties.title or "") or next(
             (b.text for b in blocks if b.type == "heading"), None)
         yield from single_document(source, "pptx", deck_title, blocks, metadata={"slides": len(deck.slides)})
+
+
+def _pptx_grid(table: Any) -> list[list[str]]:
+    """Cell texts with a merged cell's text repeated over the positions it spans."""
+    grid = [[cell.text for cell in row.cells] for row in table.rows]
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row.cells):
+            if cell.is_merge_origin:
+                for dr in range(cell.span_height):
+                    for dc in range(cell.span_width):
+                        if r + dr < len(grid) and c + dc < len(grid[r + dr]):
+                            grid[r + dr][c + dc] = cell.text
+    return grid
 
 
 def _text_frame(shape: Any, page: int) -> list[Block]:
@@ -323,14 +336,18 @@ def _text_frame(shape: Any, page: int) -> list[Block]:
 # -- XLSX ------------------------------------------------------------------------------------------------
 
 
-def _cell_text(value: Any) -> str:
+def _cell_text(value: Any, number_format: str = "General") -> str:
+    """A cell as the sheet shows it: whole floats without ".0"; dates, with the time when the cell's
+    number format shows one."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
+    if isinstance(value, datetime.datetime):
+        shows_time = any(k in number_format.lower() for k in ("h", "s")) or bool(value.time())
+        return value.strftime("%Y-%m-%d %H:%M:%S") if shows_time else value.strftime("%Y-%m-%d")
     if hasattr(value, "isoformat"):
-        text = str(value.isoformat())
-        return text[:-9] if text.endswith("T00:00:00") else text
+        return str(value.isoformat())
     return str(value)
 
 
@@ -365,7 +382,7 @@ def _sheet_blocks(sheet: Any, formula_sheet: Any, number: int, problems: list[st
     for row_values, row_formulas in zip(sheet.iter_rows(), formula_sheet.iter_rows()):
         cells = []
         for cell, formula in zip(row_values, row_formulas):
-            text = _cell_text(cell.value)
+            text = _cell_text(cell.value, str(getattr(cell, "number_format", "General") or "General"))
             if not text and isinstance(formula.value, str) and formula.value.startswith("="):
                 missing.append(formula.coordinate)
                 text = formula.value  # the formula itself, never a silent blank

@@ -42,10 +42,31 @@ def _table_block(rows: list[list[str | None]]) -> Block | None:
     return Block("table", text, header=header, rows=body)
 
 
+def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]:
+    """pdfplumber leaves None where a merged cell covers a grid position; the merged cell's text goes there,
+    as a reader sees it."""
+    texts: dict[tuple[float, ...], str | None] = {}
+    for row, values in zip(table.rows, rows):
+        for bbox, value in zip(row.cells, values):
+            if bbox is not None:
+                texts[tuple(bbox)] = value
+    columns = [c.bbox for c in table.columns]
+    out = []
+    for row, values in zip(table.rows, rows):
+        filled = list(values)
+        for j, value in enumerate(values):
+            if value is None and j < len(columns):
+                x = (columns[j][0] + columns[j][2]) / 2
+                y = (row.bbox[1] + row.bbox[3]) / 2
+                filled[j] = next((t for b, t in texts.items() if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
+        out.append(filled)
+    return out
+
+
 def _text_page(page: Any) -> list[Box]:
     tables = []
     for table in page.find_tables():
-        block = _table_block(table.extract())
+        block = _table_block(_spanned(table, table.extract()))
         if block is not None:
             x0, top, x1, bottom = table.bbox
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
