@@ -344,7 +344,7 @@ def _cell_text(value: Any, number_format: str = "General") -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, datetime.datetime):
-        shows_time = any(k in number_format.lower() for k in ("h", "s")) or bool(value.time())
+        shows_time = any(k in number_format.lower() for k in ("h", "s")) or value.time() != datetime.time(0)
         return value.strftime("%Y-%m-%d %H:%M:%S") if shows_time else value.strftime("%Y-%m-%d")
     if hasattr(value, "isoformat"):
         return str(value.isoformat())
