@@ -168,7 +168,9 @@ def test_folder_ingest_every_file_accounted_for_and_incident_found(
     top = next(h for h in hits[:2] if h.external_id.endswith("long_report.pdf"))
     assert top.metadata["format"] == "markdown"
     assert "INC-2070," in top.metadata["csv"] and top.metadata["csv"].startswith(",".join(INCIDENT_HEADER))
-    assert top.metadata["pages"] == [6, 7, 8] and top.metadata["keywords"]
+    assert top.metadata["rows"] == [39, 75] and top.metadata["pages"] == [7, 8] and top.metadata["keywords"]
+    boxes = top.metadata["boxes"]
+    assert [b["page"] for b in boxes] == [7, 8] and all(len(b["bbox"]) == 4 for b in boxes)
     assert top.metadata["summary"].startswith("Table: rows")
 
 

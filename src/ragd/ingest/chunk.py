@@ -30,6 +30,7 @@ class _Unit:
     tokens: int
     kind: str
     pages: tuple[int, ...] = ()
+    boxes: tuple[dict[str, Any], ...] = ()  # {"page", "bbox"} where the block came from, when known
     block: int = 0  # units cut from one block join with a space, blocks with a blank line
 
 
@@ -72,7 +73,12 @@ class _Builder:
         for prev, unit in zip(self.buffer, self.buffer[1:]):
             text += (" " if unit.block == prev.block and unit.kind == "paragraph" else "\n\n") + unit.text
         pages = sorted({p for u in self.buffer for p in u.pages})
-        self.emit(text, kind, self.counter.count(text), {"pages": pages} if pages else {})
+        meta: dict[str, Any] = {"pages": pages} if pages else {}
+        boxes = [b for i, u in enumerate(self.buffer) for b in u.boxes
+                 if not any(u.boxes == v.boxes for v in self.buffer[:i])]  # a block cut in parts: its boxes once
+        if boxes:
+            meta["boxes"] = boxes
+        self.emit(text, kind, self.counter.count(text), meta)
         self.buffer = []
 
     def add(self, unit: _Unit) -> None:
@@ -144,9 +150,10 @@ def _hard_split(text: str, budget: int, counter: Counter) -> list[str]:
 
 def _units(block: Block, number: int, policy: ChunkPolicy, counter: Counter) -> list[_Unit]:
     pages = (block.page,) if block.page is not None else ()
+    boxes = tuple(block.meta.get("boxes", ()))
     tokens = counter.count(block.text)
     if tokens <= policy.max_tokens or (block.type == "code" and tokens <= policy.hard_cap_tokens):
-        return [_Unit(block.text, tokens, block.type, pages, number)]
+        return [_Unit(block.text, tokens, block.type, pages, boxes, number)]
     if block.type == "list":
         parts = [line for line in block.text.split("\n") if line.strip()]
     else:
@@ -154,10 +161,10 @@ def _units(block: Block, number: int, policy: ChunkPolicy, counter: Counter) -> 
     out = []
     for part, n in zip(parts, counter.count_many(parts)):
         if n <= policy.max_tokens:
-            out.append(_Unit(part, n, block.type, pages, number))
+            out.append(_Unit(part, n, block.type, pages, boxes, number))
         else:
             for piece in _hard_split(part, policy.target_tokens, counter):
-                out.append(_Unit(piece, counter.count(piece), block.type, pages, number))
+                out.append(_Unit(piece, counter.count(piece), block.type, pages, boxes, number))
     return out
 
 
@@ -196,8 +203,14 @@ def _table(builder: _Builder, block: Block) -> None:
             "columns": header,
             **extra,
         }
-        if pages:
-            meta["pages"] = pages
+        part_pages = pages
+        row_pages = block.meta.get("row_pages")
+        if row_pages and len(row_pages) == len(rows) and last > first:  # a table merged over pages
+            part_pages = sorted(set(row_pages[first:last]))
+        if part_pages:
+            meta["pages"] = part_pages
+        if block.meta.get("boxes"):
+            meta["boxes"] = [b for b in block.meta["boxes"] if b.get("page") in part_pages or not part_pages]
         if last - first == 1 and head_tokens + row_tokens[first] > cap:
             meta["warning"] = f"row {first} alone is {row_tokens[first]} tokens, over the {cap}-token cap"
             builder.warnings.append(f"table row {first} exceeds {cap} tokens; kept whole")

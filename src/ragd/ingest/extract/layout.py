@@ -10,6 +10,7 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ...types import Block, BlockType
 from ..normalize import normalize_text
@@ -232,7 +233,8 @@ def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool
         if isinstance(item, Box):
             flush()
             assert item.table is not None
-            out.append((replace(item.table, page=page), item.size, False))
+            meta = {**item.table.meta, "boxes": [_where(page, item.x0, item.top, item.x1, item.bottom)]}
+            out.append((replace(item.table, page=page, meta=meta), item.size, False))
             i += 1
             continue
         run_end = i
@@ -245,8 +247,11 @@ def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool
             found = _aligned_table(run, j) if len(line.boxes) >= 2 else None
             if found is not None:
                 flush()
-                block, j = found
-                out.append((replace(block, page=page), line.size, False))
+                block, end = found
+                box = _where(page, min(ln.x0 for ln in run[j:end]), run[j].top,
+                             max(b.x1 for ln in run[j:end] for b in ln.boxes), run[end - 1].bottom)
+                out.append((replace(block, page=page, meta={**block.meta, "boxes": [box]}), line.size, False))
+                j = end
                 continue
             if current and _breaks(current[-1], line, line_gap):
                 flush()
@@ -272,7 +277,14 @@ def _paragraph(lines: list[Line], page: int) -> tuple[Block, float, bool]:
     text = " ".join(part for part in text.split("\n") if part)
     kind: BlockType = "list" if _BULLET.match(text) else "paragraph"
     size = statistics.median(line.size for line in lines)
-    return Block(kind, text, page=page), size, all(line.bold for line in lines)
+    box = _where(page, min(ln.x0 for ln in lines), lines[0].top, max(b.x1 for ln in lines for b in ln.boxes),
+                 lines[-1].bottom)
+    return Block(kind, text, page=page, meta={"boxes": [box]}), size, all(line.bold for line in lines)
+
+
+def _where(page: int, x0: float, top: float, x1: float, bottom: float) -> dict[str, Any]:
+    """Where a block sits: its page and bounding box (x0, top, x1, bottom; PDF points, or pixels for images)."""
+    return {"page": page, "bbox": [round(x0, 1), round(top, 1), round(x1, 1), round(bottom, 1)]}
 
 
 def _line_text(line: Line) -> str:
@@ -303,22 +315,31 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
     blocks: list[Block] = []
     for block, size, bold in flat:
         if _is_heading(block, size, bold, body):
-            blocks.append(Block("heading", block.text, level=levels[round(size, 1)], page=block.page))
+            blocks.append(Block("heading", block.text, level=levels[round(size, 1)], page=block.page, meta=block.meta))
         elif blocks and block.type == "table" and blocks[-1].type == "table" and _continues(blocks[-1], block):
             prev = blocks[-1]
             merged = prev.rows + block.rows
             text = "\n".join(" | ".join(r) for r in (prev.header, *merged))
             pages_ = sorted({*prev.meta.get("pages", [prev.page]), block.page})
-            blocks[-1] = replace(prev, text=text, rows=merged, meta={**prev.meta, "pages": pages_})
+            boxes = [*prev.meta.get("boxes", []), *block.meta.get("boxes", [])]
+            row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)), *[block.page] * len(block.rows)]
+            blocks[-1] = replace(prev, text=text, rows=merged,
+                                 meta={**prev.meta, "pages": pages_, "boxes": boxes, "row_pages": row_pages})
         elif blocks and block.type == "paragraph" and blocks[-1].type in ("paragraph", "list") and _joins(
             blocks[-1], block
         ):
-            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + " " + block.text)
+            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + " " + block.text,
+                                 meta=_more_boxes(blocks[-1], block))
         elif blocks and block.type == "list" and blocks[-1].type == "list":
-            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + "\n" + block.text)
+            blocks[-1] = replace(blocks[-1], text=blocks[-1].text + "\n" + block.text,
+                                 meta=_more_boxes(blocks[-1], block))
         else:
             blocks.append(block)
     return blocks
+
+
+def _more_boxes(first: Block, second: Block) -> dict[str, Any]:
+    return {**first.meta, "boxes": [*first.meta.get("boxes", []), *second.meta.get("boxes", [])]}
 
 
 def _is_heading(block: Block, size: float, bold: bool, body: float) -> bool:
