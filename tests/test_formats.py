@@ -284,3 +284,20 @@ def test_tesseract_is_used_when_installed_and_its_tsv_becomes_blocks(tmp_path: P
     assert doc.metadata["ocr"] == "tesseract"
     assert [(b.type, b.text) for b in doc.blocks] == [("heading", "Quarterly Report"),
                                                       ("paragraph", "Revenue grew strongly.")]
+
+
+def test_a_zip_bomb_posing_as_docx_is_refused_unread(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", b"<w:document>" + b" " * 300_000_000 + b"</w:document>")
+    (tmp_path / "bomb.docx").write_bytes(buffer.getvalue())
+    assert (tmp_path / "bomb.docx").stat().st_size < 1_000_000
+    shutil.copy(SYN / "report.docx", tmp_path / "fine.docx")
+    report = client.collection(name).ingest([tmp_path])
+    failed = {Path(i.source_uri).name: (i.error_code, i.reason or "") for i in report.failed}
+    assert failed["bomb.docx"][0] == "corrupt_document" and "decompression bomb" in failed["bomb.docx"][1]
+    assert report.count("ingested") == 1

@@ -15,6 +15,8 @@ from ...types import Block, BlockType, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
 
+MAX_UNPACKED_BYTES = 2_000_000_000  # an Office file that unpacks to more than this is refused unread
+MAX_EXPANSION = 200  # ... as is one that expands more than this many times (plus 50 MB of slack)
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
@@ -24,8 +26,12 @@ def office_kind(data: bytes) -> str | None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
+            unpacked = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, ValueError) as exc:
         raise CorruptDocument(f"damaged zip container (truncated or corrupt Office file?): {exc}") from exc
+    if unpacked > MAX_UNPACKED_BYTES or unpacked > MAX_EXPANSION * max(len(data), 1) + 50_000_000:
+        raise CorruptDocument(f"the zip container unpacks to {unpacked:,} bytes from {len(data):,}: refused as a "
+                              "decompression bomb")
     if "word/document.xml" in names:
         return "docx"
     if "ppt/presentation.xml" in names:
