@@ -183,14 +183,16 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     # MaxScore: the commonest terms whose upper bounds sum below theta cannot lift a chunk into the top
     # `limit` on their own, so only chunks holding one of the other (essential) terms are candidates.
     bound, cut = 0.0, len(terms)
-    while cut > 0 and bound + idfs[cut - 1] * (BM25_K1 + 1) < theta:
+    while cut > 1 and bound + idfs[cut - 1] * (BM25_K1 + 1) < theta:
         cut -= 1
         bound += idfs[cut] * (BM25_K1 + 1)
     # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
     # The survivors get the non-essential terms by key probes or by one scan, whichever the SQL finds cheaper.
-    return LexicalPlan("maxscore", {**params, "essential": terms[:cut], "rest": terms[cut:], "ub_rest": bound,
-                                    "probe": 2 * limit, "probe_cost": probe_cost, "rest_postings": sum(dfs[cut:])},
-                       queries.lexical_maxscore_sql(filters))
+    per_term = {f"term{i}": t for i, t in enumerate(terms[:cut])} | {f"idf{i}": x for i, x in enumerate(idfs[:cut])}
+    return LexicalPlan("maxscore", {**params, **per_term, "essential": terms[:cut], "rest": terms[cut:],
+                                    "ub_rest": bound, "probe": 2 * limit, "probe_cost": probe_cost,
+                                    "rest_postings": sum(dfs[cut:])},
+                       queries.lexical_maxscore_sql(filters, cut))
 
 
 def lexical_leg(
@@ -202,5 +204,6 @@ def lexical_leg(
                         matching=matching)
     if plan.statement is None:
         return []
-    rows = conn.execute(plan.statement, plan.params).fetchall()
+    # unprepared: each query is planned with its own terms (a generic plan would guess their posting counts)
+    rows = conn.execute(plan.statement, plan.params, prepare=False).fetchall()
     return _ranked(hydrate(conn, [(row[0], float(row[1])) for row in rows]), "lexical", limit)

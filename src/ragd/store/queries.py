@@ -410,7 +410,7 @@ def lexical_threshold_sql(filters: Filters) -> sql.Composed:
     ).format(join=_filter_join(filters))
 
 
-def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
+def lexical_maxscore_sql(filters: Filters, essential: int) -> sql.Composed:
     """Exact BM25 top-k with MaxScore pruning, in one statement.
 
     Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
@@ -423,12 +423,15 @@ def lexical_maxscore_sql(filters: Filters) -> sql.Composed:
     rest = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
             "WHERE p.chunk_id = {t}.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
     probe_wins = "(SELECT n FROM survivors) * cardinality(%(rest)s::text[]) * %(probe_cost)s <= %(rest_postings)s"
+    # One branch per essential term, its idf a parameter: the planner sees each term's real posting count
+    # (executed unprepared, so with the actual values) and sums the partial scores in a hash aggregate instead
+    # of sorting tens of thousands of uuids; 25-30% faster than one scan joined to the weights here.
+    branches = " UNION ALL ".join(
+        "SELECT p.chunk_id, " + _BM25.replace("w.idf", f"%(idf{i})s") + " AS s FROM lexical_postings p "
+        f"WHERE p.collection_id = %(collection_id)s AND p.term = %(term{i})s" for i in range(essential))
     return sql.SQL(
         "WITH " + _WEIGHTS + ", "
-        # terms filtered by a constant array so the planner sees each term's real posting count
-        "ess AS MATERIALIZED (SELECT p.chunk_id, sum(" + _BM25 + ") AS se "
-        "        FROM lexical_postings p JOIN w ON w.term = p.term {join}"
-        "        WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(essential)s::text[]) "
+        "ess AS MATERIALIZED (SELECT p.chunk_id, sum(p.s) AS se FROM (" + branches + ") p {join}"
         "        GROUP BY p.chunk_id), "
         "probe AS (SELECT t.chunk_id, t.se + " + rest.format(t="t") + " AS s "
         "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
