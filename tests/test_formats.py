@@ -301,3 +301,13 @@ def test_a_zip_bomb_posing_as_docx_is_refused_unread(client: ragd.Ragd, name: st
     failed = {Path(i.source_uri).name: (i.error_code, i.reason or "") for i in report.failed}
     assert failed["bomb.docx"][0] == "corrupt_document" and "decompression bomb" in failed["bomb.docx"][1]
     assert report.count("ingested") == 1
+
+
+def test_pdf_right_to_left_text_and_bold_headings_read_as_written() -> None:
+    docling = DATA / "docs" / "docling" / "pdf" / "sources"
+    arabic = extract(docling / "right_to_left_01.pdf")
+    assert headings(arabic)[0][1].startswith("تحسين الإنتاجية وحل المشكلات من خلال البرمجة بلغة R")
+    history = extract(docling / "multi_page.pdf")
+    titles = [text for _, text in headings(history)]
+    assert "Pre-Digital Era (19th - Early 20th Century)" in titles  # bold, a little larger, ends in a bracket
+    assert "The Rise of Personal Computers (1980s)" in titles

@@ -18,6 +18,7 @@ from ..normalize import normalize_text
 _BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\d{1,2}[.)])$")
 _TERMINAL = re.compile(r"[.!?:;\"')\]]$")
+_SENTENCE_END = re.compile(r"[.!?:;,]$")  # a heading may end in a bracket or quote, not in a sentence mark
 
 
 @dataclass(frozen=True)
@@ -348,9 +349,9 @@ def _is_heading(block: Block, size: float, bold: bool, body: float) -> bool:
     words = len(block.text.split())
     if words > 25 or (block.text.endswith((".", ",", ";")) and words > 8):
         return False
-    if size >= body * 1.15:
-        return True
-    return bold and words <= 14 and not _TERMINAL.search(block.text) and abs(size - body) <= 0.15 * body
+    if size >= body * 1.15 or (bold and size >= body * 1.08):
+        return not (words > 12 and _SENTENCE_END.search(block.text))
+    return bold and words <= 14 and not _SENTENCE_END.search(block.text) and abs(size - body) <= 0.15 * body
 
 
 def _continues(prev: Block, block: Block) -> bool:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from ...errors import CorruptDocument, EncryptedDocument, IngestError
@@ -81,11 +83,52 @@ def _text_page(page: Any) -> list[Box]:
         for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
         if not inside(w)
     ]
-    boxes = lines_to_boxes(words)
+    boxes = [replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(words)]
     # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
     return boxes + [Box(t.text, t.x0, t.top, t.x1, t.bottom, body, table=t.table) for t in tables]
+
+
+def _rtl(ch: str) -> bool:
+    return unicodedata.bidirectional(ch) in ("R", "AL")
+
+
+def visual_to_logical(text: str) -> str:
+    """Right-to-left lines (Arabic, Hebrew, Persian) come out of the text layer in visual order: words
+    reversed and read left to right. Put them back in reading order: within each word the right-to-left runs
+    are reversed and the runs swap places; then the words swap places. Lines that are mostly left-to-right
+    are returned as they are."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters or sum(1 for ch in letters if _rtl(ch)) * 2 <= len(letters):
+        return text
+    words = []
+    for word in text.split(" "):
+        runs: list[str] = []
+        for ch in word:
+            if runs and _rtl(runs[-1][-1]) == _rtl(ch):
+                runs[-1] += ch
+            else:
+                runs.append(ch)
+        words.append("".join(_reverse_rtl(run) if _rtl(run[0]) else run for run in reversed(runs)))
+    return " ".join(reversed(words))
+
+
+_ALEFS = "\u0627\u0623\u0625\u0622"
+
+
+def _reverse_rtl(run: str) -> str:
+    """Reverse a visual right-to-left run. A lam-alef ligature is decoded in logical order inside the visual
+    stream, so it is swapped first, except at the run's end, where "lam, alef" is the article al- reversed."""
+    chars = list(run)
+    i = 0
+    while i < len(chars) - 2:
+        if chars[i] == "\u0644" and chars[i + 1] in _ALEFS:
+            chars[i], chars[i + 1] = chars[i + 1], chars[i]
+            i += 2
+        else:
+            i += 1
+    return "".join(reversed(chars))
 
 
 def _is_bold(fontname: str) -> bool:
