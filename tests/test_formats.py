@@ -311,3 +311,13 @@ def test_pdf_right_to_left_text_and_bold_headings_read_as_written() -> None:
     titles = [text for _, text in headings(history)]
     assert "Pre-Digital Era (19th - Early 20th Century)" in titles  # bold, a little larger, ends in a bracket
     assert "The Rise of Personal Computers (1980s)" in titles
+
+
+def test_docx_text_boxes_and_equations_are_read() -> None:
+    docling = DATA / "docs" / "docling" / "docx" / "sources"
+    boxes = extract(docling / "textbox.docx")
+    texts = [b.text for b in boxes.blocks]
+    assert "Chiayi County Shuishang Township Nanjing Elementary School Affiliated Kindergarten" in texts
+    assert texts.count("Student falls ill") == 1  # the DrawingML text box, not also its VML fallback copy
+    math = extract(docling / "equations.docx")
+    assert math.blocks[0].text == "This is a word document and this is an inline equation: A=πr2 ."

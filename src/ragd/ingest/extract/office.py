@@ -147,6 +147,51 @@ def _body_items(container: Any) -> Iterator[Any]:
             yield from _body_items(child)
 
 
+M_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
+MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_SKIP = {f"{W_NS}txbxContent", MC_FALLBACK, f"{W_NS}del", f"{W_NS}delText", f"{W_NS}instrText"}
+
+
+def paragraph_text(p: Any) -> str:
+    """A paragraph's text in document order: runs, hyperlinks, fields' results and the plain text of
+    equations (OMML); deleted revisions, field codes and text boxes (read as blocks of their own) left out."""
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        for child in node:
+            tag = child.tag
+            if tag in _SKIP:
+                continue
+            if tag in (f"{W_NS}t", f"{M_NS}t"):
+                parts.append(child.text or "")
+            elif tag == f"{W_NS}tab":
+                parts.append(" ")
+            elif tag in (f"{W_NS}br", f"{W_NS}cr"):
+                parts.append("\n")
+            else:
+                walk(child)
+
+    walk(p)
+    return "".join(parts)
+
+
+def _text_boxes(p: Any) -> list[Any]:
+    """The text box contents anchored in a paragraph (the DrawingML choice, not its VML fallback copy)."""
+    found: list[Any] = []
+
+    def walk(node: Any) -> None:
+        for child in node:
+            if child.tag == MC_FALLBACK:
+                continue
+            if child.tag == f"{W_NS}txbxContent":
+                found.append(child)
+            else:
+                walk(child)
+
+    walk(p)
+    return found
+
+
 def _int_attr(parent: Any, tag: str, default: int) -> int:
     node = parent.find(f"{W_NS}{tag}") if parent is not None else None
     value = node.get(f"{W_NS}val") if node is not None else None
@@ -170,7 +215,7 @@ def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
                 if item.tag == f"{W_NS}tbl":
                     nested.extend(_docx_tables(item, paragraph))
                 else:
-                    parts.append(paragraph(item).text)
+                    parts.append(paragraph_text(item))
             text = " ".join(" ".join(parts).split())
             column = len(row)
             if merge is not None and merge.get(f"{W_NS}val") in (None, "continue") and grid:
@@ -226,27 +271,36 @@ class DocxExtractor:
         def paragraph(element: Any) -> Any:
             return Paragraph(element, document._body)
 
-        for element in _body_items(body):
-            if element.tag == f"{W_NS}tbl":
-                blocks.extend(_docx_tables(element, paragraph))
-                counters.clear()
-                continue
+        def handle(elements: Iterator[Any]) -> None:
+            nonlocal counters
+            for element in elements:
+                if element.tag == f"{W_NS}tbl":
+                    blocks.extend(_docx_tables(element, paragraph))
+                    counters.clear()
+                    continue
+                handle_paragraph(element)
+                for box in _text_boxes(element):  # text boxes anchored in the paragraph follow it
+                    handle(_body_items(box))
+
+        def handle_paragraph(element: Any) -> None:
+            nonlocal counters
             item = paragraph(element)
-            text = _clean(item.text)
+            raw = paragraph_text(element)
+            text = _clean(raw)
             if not text:
-                continue
+                return
             level = _heading_level(item)
             if level is not None:
                 blocks.append(Block("heading", text, level=level))
                 counters.clear()
-                continue
+                return
             info = _list_info(item, numbering)
             if info is None:
                 style = (item.style.name if item.style is not None else "") or ""
                 kind: BlockType = "code" if "code" in style.lower() or "source" in style.lower() else "paragraph"
-                blocks.append(Block(kind, normalize_text(item.text) if kind == "code" else text))
+                blocks.append(Block(kind, normalize_text(raw) if kind == "code" else text))
                 counters.clear()
-                continue
+                return
             depth, numbered = info
             counters = {k: v for k, v in counters.items() if k <= depth}
             counters[depth] = counters.get(depth, 0) + 1
@@ -256,6 +310,8 @@ class DocxExtractor:
                 blocks[-1] = Block("list", blocks[-1].text + "\n" + line)
             else:
                 blocks.append(Block("list", line))
+
+        handle(_body_items(body))
         title = _clean(document.core_properties.title or "") or next(
             (b.text for b in blocks if b.type == "heading"), None)
         yield from single_document(source, "docx", title, blocks)
