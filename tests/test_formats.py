@@ -321,3 +321,12 @@ def test_docx_text_boxes_and_equations_are_read() -> None:
     assert texts.count("Student falls ill") == 1  # the DrawingML text box, not also its VML fallback copy
     math = extract(docling / "equations.docx")
     assert math.blocks[0].text == "This is a word document and this is an inline equation: A=πr2 ."
+
+
+def test_pptx_chart_data_becomes_a_table() -> None:
+    deck = extract(DATA / "docs" / "docling" / "pptx" / "sources" / "pptx_chart.pptx")
+    chart = tables(deck, ("", "Freshwater Ducks", "Saltwater Ducks"))
+    assert len(chart) == 1 and chart[0].meta["caption"] == "Wild Duck Observations by Year"
+    assert chart[0].rows == (("2019", "120", "80"), ("2020", "130", "95"), ("2021", "150", "110"),
+                             ("2022", "175", "130"))
+    assert [t for _, t in headings(deck)] == ["Quarterly Duck Survey", "Quarterly revenue"]  # 3-D chart: title only

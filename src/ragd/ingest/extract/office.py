@@ -358,6 +358,8 @@ class PptxExtractor:
                     block = table_block(_pptx_grid(shape.table), page=number)
                     if block is not None:
                         blocks.append(block)
+                elif getattr(shape, "has_chart", False):
+                    blocks.extend(_chart_blocks(shape.chart, number))
                 elif shape.has_text_frame:
                     blocks.extend(_text_frame(shape, number))
             if slide.has_notes_slide:
@@ -367,6 +369,29 @@ class PptxExtractor:
         deck_title = _clean(deck.core_properties.title or "") or next(
             (b.text for b in blocks if b.type == "heading"), None)
         yield from single_document(source, "pptx", deck_title, blocks, metadata={"slides": len(deck.slides)})
+
+
+def _chart_blocks(chart: Any, page: int) -> list[Block]:
+    """A chart as its data: the title, then a table of categories by series (plot types python-pptx cannot
+    read give the title only)."""
+    title = _clean(chart.chart_title.text_frame.text) if chart.has_title else ""
+    blocks = [Block("paragraph", title, page=page, meta={"chart": True})] if title else []
+    try:
+        plots = list(chart.plots)
+    except (ValueError, KeyError):
+        return blocks
+    for plot in plots:
+        series = list(plot.series)
+        categories = [str(c) for c in plot.categories]
+        if not series or not categories:
+            continue
+        grid = [["", *[_clean(s.name or "") for s in series]]]
+        for i, category in enumerate(categories):
+            grid.append([category, *[_cell_text(s.values[i]) if i < len(s.values) else "" for s in series]])
+        block = table_block(grid, page=page, caption=title or "chart")
+        if block is not None:
+            blocks.append(block)
+    return blocks
 
 
 def _pptx_grid(table: Any) -> list[list[str]]:
