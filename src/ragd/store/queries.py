@@ -376,7 +376,11 @@ _WEIGHTS = "w AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS
 # Scores are rounded so that summation order cannot reorder ties; ties at the cut-off go by (doc_id, chunk_index).
 _RANKED = (
     "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
-    "SELECT sc.chunk_id, sc.score FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id "
+    # the rows come back ready to use (chunk_id, score, then CANDIDATE_COLUMNS' other columns): no second query
+    "SELECT sc.chunk_id, sc.score, c2.doc_id, c2.doc_version_id, c2.chunk_index, c2.content, d.title, "
+    "d.external_id, v.version_label, c2.heading_path, c2.chunk_type, c2.tags, d.metadata || c2.metadata "
+    "FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id JOIN documents d ON d.doc_id = c2.doc_id "
+    "JOIN document_versions v ON v.doc_version_id = c2.doc_version_id "
     "WHERE sc.score >= (SELECT min(score) FROM top) "
     "ORDER BY sc.score DESC, c2.doc_id, c2.chunk_index LIMIT %(limit)s"
 )
