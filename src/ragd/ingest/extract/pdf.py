@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from ...errors import CorruptDocument, EncryptedDocument, IngestError
+from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestError
 from ...types import Block, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
@@ -20,6 +20,7 @@ from .layout import Box, PageText, finish, leaf_blocks, lines_to_boxes, reading_
 from .ocr import ocr_engine, to_rgb
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
+MIN_OUTLINE_CURVES = 200  # a page with no text but this many curves is taken for text drawn as outlines
 OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
 
@@ -184,14 +185,20 @@ class PdfExtractor:
         except Exception as exc:  # pdfminer raises a zoo of types on damaged files
             yield CorruptDocument(f"{source.path.name}: damaged PDF ({type(exc).__name__}: {exc})")
             return
+        if not pages:
+            pdf.close()
+            yield EmptyDocument(f"{source.path.name} has no pages")
+            return
         with pdf:
             try:
                 per_page, heights, ocr_pages = [], [], []
                 for index, page in enumerate(pages):
                     heights.append(float(page.height))
                     if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
-                        per_page.append(_ocr_page(source.data, index) if page.images else [])
-                        if page.images:
+                        # a scan, or text drawn as outlines (many curves): render and read it
+                        drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
+                        per_page.append(_ocr_page(source.data, index) if drawn else [])
+                        if drawn:
                             ocr_pages.append(index + 1)
                     else:
                         per_page.append(_text_page(page))
