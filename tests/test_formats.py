@@ -330,3 +330,30 @@ def test_pptx_chart_data_becomes_a_table() -> None:
     assert chart[0].rows == (("2019", "120", "80"), ("2020", "130", "95"), ("2021", "150", "110"),
                              ("2022", "175", "130"))
     assert [t for _, t in headings(deck)] == ["Quarterly Duck Survey", "Quarterly revenue"]  # 3-D chart: title only
+
+
+def test_pdf_text_drawn_as_outlines_is_read_by_ocr(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.patches import PathPatch
+    from matplotlib.textpath import TextPath
+
+    figure = plt.figure(figsize=(8.27, 11.69))
+    axes = figure.add_axes((0, 0, 1, 1))
+    axes.set_xlim(0, 827)
+    axes.set_ylim(0, 1169)
+    axes.axis("off")
+    lines = ["Quarterly maintenance schedule", "Pumps are inspected every spring.",
+             "Valves are replaced after ten years."]
+    for i, line in enumerate(lines):  # glyph outlines as paths: the PDF has curves and no characters
+        path = TextPath((60, 1050 - i * 60), line, size=30, prop=FontProperties(family="DejaVu Sans"))
+        axes.add_patch(PathPatch(path, color="black", lw=0))
+    figure.savefig(tmp_path / "outlined.pdf")
+    plt.close(figure)
+    doc = extract(tmp_path / "outlined.pdf")
+    assert doc.metadata["ocr_pages"] == [1]
+    text = " ".join(b.text for b in doc.blocks)
+    assert "Pumps are inspected every spring." in text and "Valves are replaced" in text

@@ -20,7 +20,7 @@ from .layout import Box, PageText, finish, leaf_blocks, lines_to_boxes, reading_
 from .ocr import ocr_engine, to_rgb
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
-MIN_OUTLINE_CURVES = 200  # a page with no text but this many curves is taken for text drawn as outlines
+MIN_OUTLINE_CURVES = 50  # a page with no text but this many curves is taken for text drawn as outlines
 OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
 
