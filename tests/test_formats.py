@@ -357,3 +357,9 @@ def test_pdf_text_drawn_as_outlines_is_read_by_ocr(tmp_path: Path) -> None:
     assert doc.metadata["ocr_pages"] == [1]
     text = " ".join(b.text for b in doc.blocks)
     assert "Pumps are inspected every spring." in text and "Valves are replaced" in text
+
+
+def test_docx_numbered_headings_keep_the_numbers_word_shows() -> None:
+    doc = extract(DATA / "docs" / "docling" / "docx" / "sources" / "unit_test_headers_numbered.docx")
+    assert headings(doc)[:5] == [(1, "Test Document"), (2, "1. Section 1"), (3, "1.1. Section 1.1"),
+                                 (3, "1.2. Section 1.2"), (4, "1.2.1. Section 1.2.3")]

@@ -79,28 +79,48 @@ def _strict_ooxml(data: bytes) -> bool:
 
 
 class _Numbering:
-    """numId/ilvl -> 'bullet' or a numbering format, from numbering.xml."""
+    """numId/ilvl -> 'bullet' or a numbering format (and its level text, e.g. "%1.%2."), from numbering.xml;
+    plus running counters, so numbered headings get the numbers Word shows."""
 
     def __init__(self, document: Any) -> None:
         self.formats: dict[tuple[str, int], str] = {}
+        self.texts: dict[tuple[str, int], str] = {}
+        self.counters: dict[str, list[int]] = {}
         try:
             root = document.part.numbering_part.element
         except (KeyError, NotImplementedError, AttributeError):
             return
-        abstract: dict[str, dict[int, str]] = {}
+        abstract: dict[str, dict[int, tuple[str, str]]] = {}
         for node in root.findall(f"{W_NS}abstractNum"):
             levels = {}
             for lvl in node.findall(f"{W_NS}lvl"):
                 fmt = lvl.find(f"{W_NS}numFmt")
+                text = lvl.find(f"{W_NS}lvlText")
                 value = fmt.get(f"{W_NS}val", "bullet") if fmt is not None else "bullet"
-                levels[int(lvl.get(f"{W_NS}ilvl", "0"))] = value
+                levels[int(lvl.get(f"{W_NS}ilvl", "0"))] = (value, text.get(f"{W_NS}val", "") if text is not None
+                                                            else "")
             abstract[node.get(f"{W_NS}abstractNumId", "")] = levels
         for num in root.findall(f"{W_NS}num"):
             ref = num.find(f"{W_NS}abstractNumId")
             if ref is None:
                 continue
-            for level, fmt in abstract.get(ref.get(f"{W_NS}val", ""), {}).items():
+            for level, (fmt, text) in abstract.get(ref.get(f"{W_NS}val", ""), {}).items():
                 self.formats[(num.get(f"{W_NS}numId", ""), level)] = fmt
+                self.texts[(num.get(f"{W_NS}numId", ""), level)] = text
+
+    def label(self, num_id: str, level: int) -> str:
+        """Advance the counters of a numbered paragraph and return its number as Word renders it ("1.2")."""
+        counts = self.counters.setdefault(num_id, [0] * 9)
+        level = min(max(level, 0), 8)
+        counts[level] += 1
+        for deeper in range(level + 1, 9):
+            counts[deeper] = 0
+        if self.formats.get((num_id, level), "bullet") in ("bullet", "none"):
+            return ""
+        text = self.texts.get((num_id, level), f"%{level + 1}.")
+        for i in range(9):
+            text = text.replace(f"%{i + 1}", str(max(counts[i], 1)))
+        return text.strip()
 
 
 def _list_info(paragraph: Any, numbering: _Numbering) -> tuple[int, bool] | None:
@@ -116,6 +136,23 @@ def _list_info(paragraph: Any, numbering: _Numbering) -> tuple[int, bool] | None
         match = re.search(r"(\d)$", style)
         return (int(match.group(1)) - 1 if match else 0), "number" in style.lower()
     return None
+
+
+def _style_numbering(paragraph: Any) -> tuple[str, int] | None:
+    """(numId, ilvl) of a paragraph numbered directly or through its style (Heading 1 with numbering)."""
+    ppr = paragraph._p.pPr
+    num_pr = ppr.numPr if ppr is not None else None
+    style = paragraph.style
+    while (num_pr is None or num_pr.numId is None) and style is not None:
+        spr = style.element.pPr
+        num_pr = spr.numPr if spr is not None else None
+        style = style.base_style
+    if num_pr is None or num_pr.numId is None or num_pr.numId.val == 0:
+        return None
+    level = num_pr.ilvl.val if num_pr.ilvl is not None else 0
+    if ppr is not None and ppr.numPr is not None and ppr.numPr.ilvl is not None:
+        level = ppr.numPr.ilvl.val
+    return str(num_pr.numId.val), int(level)
 
 
 def _heading_level(paragraph: Any) -> int | None:
@@ -291,7 +328,9 @@ class DocxExtractor:
                 return
             level = _heading_level(item)
             if level is not None:
-                blocks.append(Block("heading", text, level=level))
+                heading_number = _style_numbering(item)
+                label = numbering.label(*heading_number) if heading_number is not None else ""
+                blocks.append(Block("heading", f"{label} {text}" if label else text, level=level))
                 counters.clear()
                 return
             info = _list_info(item, numbering)
