@@ -28,6 +28,7 @@ from typing import Any
 
 from ragd.embed.base import default_token_counter
 from ragd.ingest.chunk import chunk_blocks
+from ragd.ingest.dedupe import document_text
 from ragd.ingest.detect import detect
 from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
 from ragd.types import Block, ChunkPolicy, ExtractedDocument
@@ -98,16 +99,6 @@ def extract(path: Path) -> tuple[ExtractedDocument | Exception, float]:
     except Exception as exc:
         return exc, time.perf_counter() - started
     return docs[0], time.perf_counter() - started
-
-
-def all_text(doc: ExtractedDocument) -> str:
-    parts = []
-    for b in doc.blocks:
-        if b.type == "table":
-            parts.extend(" ".join(r) for r in (b.header, *b.rows))
-        else:
-            parts.append(b.text)
-    return "\n".join(parts)
 
 
 def grids(doc: ExtractedDocument) -> list[list[list[str]]]:
@@ -186,7 +177,7 @@ def run_docling(root: Path, tally: Tally, failures: list[str]) -> None:
             for h in headings:
                 tally.add(key, "headings", 1 if norm(h).lower() in ours else 0, 1)
             if gt_md.exists():
-                tally.add(key, "text", *recall(words(gt_md.read_text()), words(all_text(doc))))
+                tally.add(key, "text", *recall(words(gt_md.read_text()), words(document_text(doc))))
             if fmt == "pdf":
                 tally.add(key, "pages_per_s", doc.metadata.get("pages", 0), seconds)
 
@@ -218,7 +209,7 @@ def run_synthetic(root: Path, tally: Tally, failures: list[str], checks: dict[st
         for h in headings.get(src.name, []):
             tally.add(fmt, "headings", 1 if norm(h).lower() in ours else 0, 1)
         if src.name in ("report.docx", "report.pdf", "scanned_page.png", "scanned.pdf"):
-            hit, total = recall(words(page1), words(all_text(doc)))
+            hit, total = recall(words(page1), words(document_text(doc)))
             tally.add(fmt, "ocr_words" if "scanned" in src.name else "text", hit, total)
             if src.name == "scanned_page.png":
                 checks["ocr_word_recall_scanned_page_png"] = round(hit / total, 4)

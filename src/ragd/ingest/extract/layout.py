@@ -305,8 +305,8 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
         if block.type != "table":
             weights[round(size, 1)] = weights.get(round(size, 1), 0) + len(block.text)
     body = max(sorted(weights), key=lambda s: weights[s]) if weights else 0.0
-    heading_sizes = sorted({round(size, 1) for block, size, bold in flat if _is_heading(block, size, bold, body)},
-                           reverse=True)
+    heads = [_is_heading(block, size, bold, body) for block, size, bold in flat]
+    heading_sizes = sorted({round(size, 1) for (_, size, _), head in zip(flat, heads) if head}, reverse=True)
     levels: dict[float, int] = {}
     level, anchor = 0, float("inf")
     for size in heading_sizes:  # sizes within 10% of a level's largest share it (OCR sizes are estimates)
@@ -314,8 +314,8 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
             level, anchor = min(level + 1, 6), size
         levels[size] = level
     blocks: list[Block] = []
-    for block, size, bold in flat:
-        if _is_heading(block, size, bold, body):
+    for (block, size, _), head in zip(flat, heads):
+        if head:
             blocks.append(Block("heading", block.text, level=levels[round(size, 1)], page=block.page, meta=block.meta))
         elif blocks and block.type == "table" and blocks[-1].type == "table" and _continues(blocks[-1], block):
             prev = blocks[-1]

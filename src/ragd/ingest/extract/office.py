@@ -169,19 +169,25 @@ def _heading_level(paragraph: Any) -> int | None:
     return None
 
 
-def _body_items(container: Any) -> Iterator[Any]:
-    """Paragraphs (w:p) and tables (w:tbl) in body order, including those inside content controls (w:sdt)
-    and custom XML wrappers, which python-docx's own iteration skips."""
-    for child in container.iterchildren():
+def _children(node: Any, *tags: str) -> Iterator[Any]:
+    """The children with these tags in order, including those inside content controls (w:sdt) and custom XML
+    wrappers, which python-docx's own iteration skips."""
+    wanted = {f"{W_NS}{t}" for t in tags}
+    for child in node.iterchildren():
         tag = child.tag
-        if tag in (f"{W_NS}p", f"{W_NS}tbl"):
+        if tag in wanted:
             yield child
         elif tag == f"{W_NS}sdt":
             content = child.find(f"{W_NS}sdtContent")
             if content is not None:
-                yield from _body_items(content)
+                yield from _children(content, *tags)
         elif tag in (f"{W_NS}customXml", f"{W_NS}smartTag"):
-            yield from _body_items(child)
+            yield from _children(child, *tags)
+
+
+def _body_items(container: Any) -> Iterator[Any]:
+    """Paragraphs (w:p) and tables (w:tbl) in body order."""
+    return _children(container, "p", "tbl")
 
 
 M_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
@@ -240,10 +246,10 @@ def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
     covers, a row starting late (gridBefore) gets empty cells. Nested tables follow as tables of their own."""
     grid: list[list[str]] = []
     nested: list[Block] = []
-    for tr in _body_rows(tbl):
+    for tr in _children(tbl, "tr"):
         tr_pr = tr.find(f"{W_NS}trPr")
         row = [""] * _int_attr(tr_pr, "gridBefore", 0)
-        for tc in _row_cells(tr):
+        for tc in _children(tr, "tc"):
             tc_pr = tc.find(f"{W_NS}tcPr")
             span = max(1, _int_attr(tc_pr, "gridSpan", 1))
             merge = tc_pr.find(f"{W_NS}vMerge") if tc_pr is not None else None
@@ -262,26 +268,6 @@ def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
         grid.append(row)
     block = table_block(grid)
     return ([block] if block is not None else []) + nested
-
-
-def _body_rows(tbl: Any) -> Iterator[Any]:
-    for child in tbl.iterchildren():
-        if child.tag == f"{W_NS}tr":
-            yield child
-        elif child.tag == f"{W_NS}sdt":
-            content = child.find(f"{W_NS}sdtContent")
-            if content is not None:
-                yield from _body_rows(content)
-
-
-def _row_cells(tr: Any) -> Iterator[Any]:
-    for child in tr.iterchildren():
-        if child.tag == f"{W_NS}tc":
-            yield child
-        elif child.tag == f"{W_NS}sdt":
-            content = child.find(f"{W_NS}sdtContent")
-            if content is not None:
-                yield from _row_cells(content)
 
 
 class DocxExtractor:

@@ -18,6 +18,7 @@ from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
 from .layout import Box, PageText, finish, leaf_blocks, lines_to_boxes, reading_order
 from .ocr import ocr_engine, to_rgb
+from .office import table_block
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
 MIN_OUTLINE_CURVES = 50  # a page with no text but this many curves is taken for text drawn as outlines
@@ -25,24 +26,14 @@ OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
 
 
-def _cell(value: str | None) -> str:
-    return normalize_text(value or "").replace("\n", " ")
-
-
 def _table_block(rows: list[list[str | None]]) -> Block | None:
-    cleaned = [[_cell(c) for c in row] for row in rows]
-    cleaned = [row for row in cleaned if any(row)]
-    if len(cleaned) < 2 or max(len(r) for r in cleaned) < 2:
+    """A ruled table found by pdfplumber, when it has at least two rows and two columns: anything smaller is a
+    box drawn around text, which stays text."""
+    grid = [["" if c is None else c for c in row] for row in rows]
+    block = table_block(grid)
+    if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
         return None
-    width = max(len(r) for r in cleaned)
-    cleaned = [r + [""] * (width - len(r)) for r in cleaned]
-    # drop columns that are empty everywhere (artifacts of merged or spanning cells)
-    keep = [j for j in range(width) if any(r[j] for r in cleaned)]
-    cleaned = [[r[j] for j in keep] for r in cleaned]
-    header = tuple(cleaned[0])
-    body = tuple(tuple(r) for r in cleaned[1:])
-    text = "\n".join(" | ".join(r) for r in (header, *body))
-    return Block("table", text, header=header, rows=body)
+    return block
 
 
 def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]:
