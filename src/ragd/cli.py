@@ -71,12 +71,17 @@ def settings_for(embedder: str | None = None) -> Settings:
     return Settings(embedder=embedder) if embedder else Settings()
 
 
-def open_collection(collection: str | None, tenant: str | None, embedder: str | None, *, create: bool) -> Any:
+def open_client(embedder: str | None = None) -> Any:
+    """A client closed when the command ends."""
     from .engine import connect
 
     client = connect(settings=settings_for(embedder))
     click.get_current_context().call_on_close(client.close)
-    return client.collection(collection, tenant=tenant, create=create)
+    return client
+
+
+def open_collection(collection: str | None, tenant: str | None, embedder: str | None, *, create: bool) -> Any:
+    return open_client(embedder).collection(collection, tenant=tenant, create=create)
 
 
 def common(func: F) -> F:
@@ -224,7 +229,6 @@ def eval_command(path: Path, plans: str, collection: str | None, tenant: str | N
                  as_json: bool) -> None:
     """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
     ragd questions JSONL file (against --collection)."""
-    from .engine import connect
     from .eval import report as eval_report
     from .eval.datasets import load
     from .eval.runner import evaluate
@@ -232,8 +236,7 @@ def eval_command(path: Path, plans: str, collection: str | None, tenant: str | N
     gates = [_parse_gate(g) for g in fail_under]
     names = [p.strip() for p in plans.split(",") if p.strip()]
     dataset = load(path).head(max_queries)
-    client = connect(settings=settings_for(embedder))
-    click.get_current_context().call_on_close(client.close)
+    client = open_client(embedder)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("", total=None, stage="eval")
@@ -394,11 +397,7 @@ def _run_row(run: dict[str, Any]) -> tuple[str, ...]:
 @handle_errors
 def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
     """One run (id or unique prefix, in any collection of the tenant) with every item and its outcome."""
-    from .engine import connect
-
-    client = connect(settings=settings_for(None))
-    click.get_current_context().call_on_close(client.close)
-    run = client.run(run_id, tenant=tenant)
+    run = open_client().run(run_id, tenant=tenant)
     if as_json:
         emit_json(run)
         return
