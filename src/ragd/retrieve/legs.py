@@ -124,7 +124,7 @@ FILTERED_FIRST = 20_000  # a filter matching at most this many chunks is scored 
 # with the best essential sums. Measured at 100k chunks, paired per query (p95 of the SQL): 2x 54.9 ms,
 # 3x 52.9, 4x 46.5-47.0, 6x 55.2, 8x 54.9: fewer probes leave too many survivors, more cost more than they cut.
 PROBE_FACTOR = 4
-PROBE_COST = 8  # MaxScore: one key probe costs about as much as reading this many postings in a scan
+PROBE_COST = 16  # MaxScore: one key probe costs about as much as reading this many postings (paired: 3, 8, 16, 20, 40)
 
 
 @dataclass(frozen=True)
@@ -179,10 +179,14 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
     # The survivors get the non-essential terms by key probes or by one scan, whichever the SQL finds cheaper.
     per_term = {f"term{i}": t for i, t in enumerate(terms[:cut])} | {f"idf{i}": x for i, x in enumerate(idfs[:cut])}
+    # the non-essential terms, rarest first, each with the upper bound of the ones after it
+    after = bound
+    for j, i in enumerate(range(cut, len(terms))):
+        after -= idfs[i] * (BM25_K1 + 1)
+        per_term |= {f"rterm{j}": terms[i], f"ridf{j}": idfs[i], f"rdf{j}": dfs[i], f"rub{j}": max(after, 0.0)}
     return LexicalPlan("maxscore", {**params, **per_term, "essential": terms[:cut], "rest": terms[cut:],
-                                    "ub_rest": bound, "probe": PROBE_FACTOR * limit, "probe_cost": probe_cost,
-                                    "rest_postings": sum(dfs[cut:])},
-                       queries.lexical_maxscore_sql(filters, cut))
+                                    "ub_rest": bound, "probe": PROBE_FACTOR * limit, "probe_cost": probe_cost},
+                       queries.lexical_maxscore_sql(filters, cut, len(terms) - cut))
 
 
 def lexical_leg(

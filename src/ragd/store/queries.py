@@ -414,45 +414,52 @@ def lexical_threshold_sql(filters: Filters) -> sql.Composed:
     ).format(join=_filter_join(filters))
 
 
-def lexical_maxscore_sql(filters: Filters, essential: int) -> sql.Composed:
+def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Composed:
     """Exact BM25 top-k with MaxScore pruning, in one statement.
 
     Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
-    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once (`se`). The chunks
-    with the best partial sums get their full scores first; the k-th best of those real scores is a lower bound
-    of the k-th best score overall, so any chunk whose `se + ub_rest` falls below it is out. The survivors get
-    the non-essential terms either by probing the (chunk_id, term) key per chunk or, when that would cost more
-    (%(probe_cost)s probes per posting read), from one pass over those terms' %(rest_postings)s postings. Both
-    branches are planned; a one-time filter on the survivor count runs only one."""
-    rest = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
-            "WHERE p.chunk_id = {t}.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
-    probe_wins = "(SELECT n FROM survivors) * cardinality(%(rest)s::text[]) * %(probe_cost)s <= %(rest_postings)s"
+    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once (`ess`). The chunks
+    with the best partial sums get their full scores first; the k-th best of those real scores, theta, is a lower
+    bound of the k-th best score overall. Then the non-essential terms are added one at a time, rarest first,
+    and after each a chunk stays only while its partial score plus the upper bounds of the terms still to come
+    (%(rub<j>)s) reaches theta, so each term is looked up for fewer chunks than the one before. A term is looked
+    up by probing the (chunk_id, term) key per chunk or, when that would cost more (%(probe_cost)s postings read
+    per probe), by one pass over its %(rdf<j>)s postings joined by hash; both are planned and a one-time filter
+    on the chunk count runs only one."""
+    probes = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
+              "WHERE p.chunk_id = t.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
     # One branch per essential term, its idf a parameter: the planner sees each term's real posting count
     # (executed unprepared, so with the actual values) and sums the partial scores in a hash aggregate instead
     # of sorting tens of thousands of uuids; 25-30% faster than one scan joined to the weights here.
     branches = " UNION ALL ".join(
         "SELECT p.chunk_id, " + _BM25.replace("w.idf", f"%(idf{i})s") + " AS s FROM lexical_postings p "
         f"WHERE p.collection_id = %(collection_id)s AND p.term = %(term{i})s" for i in range(essential))
+    steps = []
+    for j in range(rest):
+        one = _BM25.replace("w.idf", f"%(ridf{j})s")
+        probe_wins = f"(SELECT count(*) FROM c{j}) * %(probe_cost)s <= %(rdf{j})s"
+        steps.append(
+            f"c{j + 1} AS MATERIALIZED (SELECT * FROM ("
+            f" SELECT c.chunk_id, c.s + COALESCE((SELECT {one} FROM lexical_postings p"
+            f"  WHERE p.chunk_id = c.chunk_id AND p.term = %(rterm{j})s), 0) AS s FROM c{j} c WHERE {probe_wins}"
+            # OFFSET 0 keeps the term's postings a scan: the planner, misjudging the chunk count, would probe
+            f" UNION ALL SELECT c.chunk_id, c.s + COALESCE(r.x, 0) FROM c{j} c LEFT JOIN"
+            f"  (SELECT p.chunk_id, {one} AS x FROM lexical_postings p WHERE p.collection_id = %(collection_id)s"
+            f"   AND p.term = %(rterm{j})s OFFSET 0) r ON r.chunk_id = c.chunk_id WHERE NOT ({probe_wins})) z"
+            f" WHERE z.s + %(rub{j})s >= (SELECT theta FROM bound)), ")
     return sql.SQL(
         "WITH " + _WEIGHTS + ", "
         "ess AS MATERIALIZED (SELECT p.chunk_id, sum(p.s) AS se FROM (" + branches + ") p {join}"
         "        GROUP BY p.chunk_id), "
-        "probe AS (SELECT t.chunk_id, t.se + " + rest.format(t="t") + " AS s "
+        "probe AS (SELECT t.chunk_id, t.se + " + probes + " AS s "
         "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
-        "bound AS (SELECT min(s) AS theta FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
-        "          HAVING count(*) >= %(limit)s), "
-        "cand AS MATERIALIZED (SELECT ess.chunk_id, ess.se FROM ess "
-        "         WHERE ess.se + %(ub_rest)s >= COALESCE((SELECT theta FROM bound), 0)), "
-        "survivors AS (SELECT count(*) AS n FROM cand), "
-        "rest AS (SELECT p.chunk_id, sum(" + _BM25 + ") AS sr "
-        "         FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
-        "         WHERE w.term = ANY(%(rest)s::text[]) GROUP BY p.chunk_id), "
-        "scored AS (SELECT cand.chunk_id, round((cand.se + " + rest.format(t="cand") + ")::numeric, 9)::float8 "
-        "           AS score FROM cand WHERE " + probe_wins + " "
-        "           UNION ALL "
-        "           SELECT cand.chunk_id, round((cand.se + COALESCE(r.sr, 0))::numeric, 9)::float8 AS score "
-        "           FROM cand LEFT JOIN rest r ON r.chunk_id = cand.chunk_id WHERE NOT (" + probe_wins + ")), "
-        + _RANKED
+        # theta less a margin well above float rounding: a few more candidates, never one too few
+        "bound AS (SELECT COALESCE((SELECT min(s) FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
+        "          HAVING count(*) >= %(limit)s), 0) - 1e-7 AS theta), "
+        "c0 AS MATERIALIZED (SELECT ess.chunk_id, ess.se AS s FROM ess "
+        "         WHERE ess.se + %(ub_rest)s >= (SELECT theta FROM bound)), "
+        + "".join(steps) +
+        f"scored AS (SELECT chunk_id, round(s::numeric, 9)::float8 AS score FROM c{rest}), " + _RANKED
     ).format(join=_filter_join(filters))
 
 
