@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 import pytest
 
@@ -27,11 +29,15 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
                 "SELECT relname, relrowsecurity FROM pg_class "
                 "WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace"
             ).fetchall())
-            policies = {r[0] for r in conn.execute(
-                "SELECT tablename FROM pg_policies WHERE policyname = 'tenant_isolation'")}
+            quals = {r[0]: (r[1], r[2]) for r in conn.execute(
+                "SELECT tablename, qual, with_check FROM pg_policies WHERE policyname = 'tenant_isolation'")}
+            policies = set(quals)
             ext = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         assert {t for t in TENANT_TABLES if rls.get(t)} == TENANT_TABLES
         assert policies == TENANT_TABLES
+        # the setting is read once per statement (an InitPlan), not once per row
+        initplan = re.compile(r"tenant_id = \(\s*SELECT current_setting\('ragd\.tenant_id'")
+        assert all(initplan.search(q) and initplan.search(c) for q, c in quals.values()), quals
         assert ext is not None
     finally:
         store.close()
