@@ -135,8 +135,7 @@ class Store:
         """A transaction as ragd_app acting for one tenant: row-level security applies."""
         check_tenant(tenant_id)
         with self._connection(self._tenant_pool) as conn, conn.transaction():
-            conn.execute(queries.SET_ROLE_APP)
-            conn.execute(queries.SET_TENANT, {"tenant_id": tenant_id})
+            conn.execute(queries.ACT_AS_TENANT, {"tenant_id": tenant_id})
             yield conn
 
     @contextmanager

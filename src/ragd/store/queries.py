@@ -13,10 +13,10 @@ from ..types import Filters
 
 # -- sessions and migrations ---------------------------------------------------------------------
 
-SET_ROLE_APP = "SET LOCAL ROLE ragd_app"
 APP_CAN_LOGIN = "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'ragd_app'"
 ALLOW_APP_LOGIN = "ALTER ROLE ragd_app LOGIN"
-SET_TENANT = "SELECT set_config('ragd.tenant_id', %(tenant_id)s, true)"
+# SET LOCAL ROLE ragd_app and the tenant in one round trip (set_config of `role` is SET ROLE)
+ACT_AS_TENANT = "SELECT set_config('role', 'ragd_app', true), set_config('ragd.tenant_id', %(tenant_id)s, true)"
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.migrate'))"
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
