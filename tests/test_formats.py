@@ -363,3 +363,25 @@ def test_docx_numbered_headings_keep_the_numbers_word_shows() -> None:
     doc = extract(DATA / "docs" / "docling" / "docx" / "sources" / "unit_test_headers_numbered.docx")
     assert headings(doc)[:5] == [(1, "Test Document"), (2, "1. Section 1"), (3, "1.1. Section 1.1"),
                                  (3, "1.2. Section 1.2"), (4, "1.2.1. Section 1.2.3")]
+
+
+def test_pdf_open_sided_ruled_table_and_borderless_header_on_two_lines() -> None:
+    docling = DATA / "docs" / "docling" / "pdf" / "sources"
+    # rules between the rows and columns, none down the outer sides: the first and last columns are cells too
+    korean = tables(extract(docling / "normal_4pages.pdf"), ("구분", "개정전", "개정후"))
+    assert len(korean) == 1 and [r[0] for r in korean[0].rows] == ["분류", "분류 기준", "대상 질병", "U코드"]
+    assert korean[0].rows[0] == ("분류", "1군 감염병", "1급 감염병")
+    assert korean[0].rows[-1][2].startswith("◦ 대상질병에 U코드 일부(3종) 포함")
+    # a bold header over two lines ("State funded / legal aid") and empty corner cells, above borderless rows;
+    # MyriadBd is bold
+    legal = [b for b in extract(docling / "table_mislabeled_as_picture.pdf").blocks if b.type == "table"]
+    assert [t.header for t in legal] == [("", "", "State funded legal aid", "CSOs")]
+    assert [r[1] for r in legal[0].rows][:2] == ["Persons with disabilities", "Children"]
+    assert all(r[2:] == ("*", "*") for r in legal[0].rows) and len(legal[0].rows) == 7
+    # a two-level header whose outer sides are open: all 8 columns, the spanning "TEDs" over its three
+    arxiv = tables(extract(docling / "2305.03393v1-pg9.pdf"),
+                   ("# enc-layers", "# dec-layers", "Language", "TEDs", "TEDs", "TEDs", "mAP (0.75)",
+                    "Inference time (secs)"))
+    assert len(arxiv) == 1 and arxiv[0].rows[0][3:6] == ("simple", "complex", "all")
+    assert arxiv[0].rows[1] == ("6", "6", "OTSL HTML", "0.965 0.969", "0.934 0.927", "0.955 0.955", "0.88 0.857",
+                                "2.73 5.39")

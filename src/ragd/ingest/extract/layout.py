@@ -186,9 +186,11 @@ def _key(b: Box) -> tuple[float, float]:
     return (b.top, b.x0)
 
 
-def _aligned_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
+def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) -> tuple[Block, int, int] | None:
     """A borderless table: from `start`, at least three lines with the same number (>= 2) of boxes whose
-    left or right edges line up column by column."""
+    left or right edges line up column by column. Lines just `above` it whose boxes each sit over one column
+    (a header on two lines, or with empty corner cells) are taken as its header. Returns the block, the end of
+    its lines and how many of the lines above it took."""
     width = len(lines[start].boxes)
     if width < 2 or _BULLET_ONLY.match(lines[start].boxes[0].text):
         return None
@@ -204,10 +206,43 @@ def _aligned_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
         end += 1
     if end - start < 3:
         return None
-    header = tuple(normalize_text(b.text) for b in lines[start].boxes)
-    rows = tuple(tuple(normalize_text(b.text) for b in line.boxes) for line in lines[start + 1 : end])
+    body = lines[start:end]
+    spans = [(min(ln.boxes[c].x0 for ln in body), max(ln.boxes[c].x1 for ln in body)) for c in range(width)]
+    head = _header_lines(above, body[0], spans, size)
+    if head:
+        # a bold first line over plain rows is the lower level of a two-level header
+        if body[0].bold and not any(ln.bold for ln in body[1:]):
+            head, body = [*head, body[0]], body[1:]
+        cells = [""] * width
+        for line in head:
+            for b in line.boxes:
+                c = next(c for c, (x0, x1) in enumerate(spans) if b.x0 < x1 and x0 < b.x1)
+                cells[c] = f"{cells[c]} {b.text}".strip()
+        header = tuple(normalize_text(c) for c in cells)
+    else:
+        header, body = tuple(normalize_text(b.text) for b in body[0].boxes), body[1:]
+    rows = tuple(tuple(normalize_text(b.text) for b in line.boxes) for line in body)
     text = "\n".join(" | ".join(r) for r in (header, *rows))
-    return Block("table", text, header=header, rows=rows, meta={"borderless": True}), end
+    return Block("table", text, header=header, rows=rows, meta={"borderless": True}), end, len(head)
+
+
+def _header_lines(above: Sequence[Line], first: Line, spans: list[tuple[float, float]], size: float) -> list[Line]:
+    """The lines right above a borderless table that read as its header: at most three, close together, each
+    box over exactly one column and no two boxes of a line over the same one; a line of one box must be bold,
+    so a sentence ending over the first column is not taken."""
+    head: list[Line] = []
+    below = first
+    for line in reversed(above[-3:]):
+        if below.top - line.bottom > 1.5 * size:
+            break
+        over = [[c for c, (x0, x1) in enumerate(spans) if b.x0 < x1 and x0 < b.x1] for b in line.boxes]
+        if any(len(o) != 1 for o in over) or len({o[0] for o in over}) != len(over):
+            break
+        if len(line.boxes) < 2 and not line.bold:
+            break
+        head.insert(0, line)
+        below = line
+    return head
 
 
 def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool]]:
@@ -245,12 +280,15 @@ def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool
         j = 0
         while j < len(run):
             line = run[j]
-            found = _aligned_table(run, j) if len(line.boxes) >= 2 else None
+            found = _aligned_table(run, j, current) if len(line.boxes) >= 2 else None
             if found is not None:
+                block, end, taken = found
+                head = current[len(current) - taken:] if taken else []
+                del current[len(current) - taken:]
                 flush()
-                block, end = found
-                box = _where(page, min(ln.x0 for ln in run[j:end]), run[j].top,
-                             max(b.x1 for ln in run[j:end] for b in ln.boxes), run[end - 1].bottom)
+                spanned = [*head, *run[j:end]]
+                box = _where(page, min(ln.x0 for ln in spanned), spanned[0].top,
+                             max(b.x1 for ln in spanned for b in ln.boxes), run[end - 1].bottom)
                 out.append((replace(block, page=page, meta={**block.meta, "boxes": [box]}), line.size, False))
                 j = end
                 continue

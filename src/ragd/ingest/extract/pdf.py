@@ -57,9 +57,58 @@ def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]
     return out
 
 
+_EDGE_TOLERANCE = 3.0  # points: rules this close are the same rule (pdfplumber's snap tolerance)
+
+
+def _closing_edges(page: Any) -> list[dict[str, Any]]:
+    """Vertical edges for ruled tables drawn without their outer sides (common in Korean and Japanese
+    documents): where two or more horizontal rules share an extent and have column rules between their ends,
+    the missing left and right sides are added, so the first and last columns are cells too."""
+    from pdfplumber.table import merge_edges
+
+    def spans(x: float, top: float, bottom: float) -> bool:
+        return any(abs(v["x0"] - x) <= _EDGE_TOLERANCE and v["top"] <= top + _EDGE_TOLERANCE
+                   and v["bottom"] >= bottom - _EDGE_TOLERANCE for v in verticals)
+
+    straight = [e for e in page.edges if e.get("orientation") in ("h", "v")]  # curves give slanted edges too
+    edges = merge_edges(straight, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE)
+    verticals = [e for e in edges if e["orientation"] == "v"]
+    groups: list[list[dict[str, Any]]] = []
+    for rule in sorted((e for e in edges if e["orientation"] == "h"), key=lambda e: (e["top"], e["x0"])):
+        group = next((g for g in groups if abs(g[0]["x0"] - rule["x0"]) <= _EDGE_TOLERANCE
+                      and abs(g[0]["x1"] - rule["x1"]) <= _EDGE_TOLERANCE), None)
+        if group is None:
+            groups.append([rule])
+        else:
+            group.append(rule)
+    added = []
+    for group in groups:
+        x0, x1 = min(e["x0"] for e in group), max(e["x1"] for e in group)
+        # column rules between the ends, merged into runs: each run is one table (two tables of the same width
+        # on a page stay two, and a rule further down the page is not pulled in)
+        runs: list[list[float]] = []
+        for v in sorted((v for v in verticals if x0 + _EDGE_TOLERANCE < v["x0"] < x1 - _EDGE_TOLERANCE),
+                        key=lambda v: v["top"]):
+            if runs and v["top"] <= runs[-1][1] + _EDGE_TOLERANCE:
+                runs[-1][1] = max(runs[-1][1], v["bottom"])
+            else:
+                runs.append([v["top"], v["bottom"]])
+        for top, bottom in runs:
+            # a table's column rules run from its top rule to its bottom rule; without inner columns it is
+            # rules only (booktabs), which the layout module's borderless tables take
+            if not (any(abs(e["top"] - top) <= _EDGE_TOLERANCE for e in group)
+                    and any(abs(e["top"] - bottom) <= _EDGE_TOLERANCE for e in group)):
+                continue
+            for x in (x0, x1):
+                if not spans(x, top, bottom):
+                    added.append({"object_type": "line", "x0": x, "x1": x, "top": top, "bottom": bottom,
+                                  "width": 0.0, "height": bottom - top})
+    return added
+
+
 def _text_page(page: Any) -> list[Box]:
     tables = []
-    for table in page.find_tables():
+    for table in page.find_tables({"explicit_vertical_lines": _closing_edges(page)}):
         block = _table_block(_spanned(table, table.extract()))
         if block is not None:
             x0, top, x1, bottom = table.bbox
@@ -123,9 +172,11 @@ def _reverse_rtl(run: str) -> str:
     return "".join(reversed(chars))
 
 
+_BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$")  # "Bd" is Adobe's short style name (MyriadPro-Bd)
+
+
 def _is_bold(fontname: str) -> bool:
-    name = fontname.split("+", 1)[-1].lower()
-    return any(k in name for k in ("bold", "black", "heavy", "semibold", "demi"))
+    return _BOLD.search(fontname.split("+", 1)[-1].lower()) is not None
 
 
 def _ocr_page(data: bytes, index: int) -> list[Box]:
