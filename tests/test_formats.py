@@ -385,3 +385,11 @@ def test_pdf_open_sided_ruled_table_and_borderless_header_on_two_lines() -> None
     assert len(arxiv) == 1 and arxiv[0].rows[0][3:6] == ("simple", "complex", "all")
     assert arxiv[0].rows[1] == ("6", "6", "OTSL HTML", "0.965 0.969", "0.934 0.927", "0.955 0.955", "0.88 0.857",
                                 "2.73 5.39")
+
+
+def test_pdf_two_columns_under_a_full_width_abstract_are_columns_not_a_table() -> None:
+    doc = extract(DATA / "docs" / "docling" / "pdf" / "sources" / "normal_4pages.pdf")
+    first = [b for b in doc.blocks if b.page == 1]
+    assert not [b for b in first if b.type == "table"]  # the two columns were once paired line by line
+    left = next(b.text for b in first if b.text.startswith("2020.3.30."))
+    assert left.startswith("2020.3.30. 0시 기준 현재 “코로나바이러스감염 증-19(COVID-19, 이하")

@@ -126,7 +126,26 @@ def _group_lines(boxes: list[Box]) -> list[list[Box]]:
 
 
 def _gutter(boxes: Sequence[Box]) -> tuple[float, float] | None:
-    """The widest vertical band crossed by at most a tenth of the boxes, with real text on both sides."""
+    """The widest vertical band crossed by at most a tenth of the boxes, with real text on both sides. When
+    there is none, full-width boxes (a title, an abstract or a footnote over two columns) are set aside and the
+    band is looked for among the others, provided both columns run down most of the page, so a two-column
+    table inside single-column text is not taken for columns."""
+    found = _band(boxes)
+    if found is not None or len(boxes) < 6:
+        return found
+    left, right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
+    narrow = [b for b in boxes if b.x1 - b.x0 < 0.55 * (right - left)]
+    found = _band(narrow)
+    if found is None:
+        return None
+    top, bottom = min(b.top for b in narrow), max(b.bottom for b in narrow)
+    for side in ([b for b in narrow if b.x1 <= found[0]], [b for b in narrow if b.x0 >= found[1]]):
+        if max(b.bottom for b in side) - min(b.top for b in side) < 0.5 * (bottom - top):
+            return None
+    return found
+
+
+def _band(boxes: Sequence[Box]) -> tuple[float, float] | None:
     n = len(boxes)
     if n < 6:
         return None
