@@ -17,6 +17,7 @@ from ..normalize import normalize_text
 
 _BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\d{1,2}[.)])$")
+_SECTION_NUMBER = re.compile(r"^(?:\(\d{1,2}\)|\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.|[A-Z]\.)\s+\S")
 _TERMINAL = re.compile(r"[.!?:;\"')\]]$")
 _SENTENCE_END = re.compile(r"[.!?:;,]$")  # a heading may end in a bracket or quote, not in a sentence mark
 
@@ -408,6 +409,8 @@ def _is_heading(block: Block, size: float, bold: bool, body: float) -> bool:
         return False
     if size >= body * 1.15 or (bold and size >= body * 1.08):
         return not (words > 12 and _SENTENCE_END.search(block.text))
+    if size >= body * 1.05 and _SECTION_NUMBER.match(block.text) and words <= 14:
+        return not _SENTENCE_END.search(block.text)  # "(1) Scope", "2.3 Results" set a little larger
     return bold and words <= 14 and not _SENTENCE_END.search(block.text) and abs(size - body) <= 0.15 * body
 
 

@@ -172,7 +172,9 @@ def _reverse_rtl(run: str) -> str:
     return "".join(reversed(chars))
 
 
-_BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$")  # "Bd" is Adobe's short style name (MyriadPro-Bd)
+# "Bd" is Adobe's short style name (MyriadPro-Bd); TeX's bold extended faces are CMBX10, SFBX1000, LMRoman10-Bold;
+# URW's Times bold is NimbusRomNo9L-Medi
+_BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$|^(?:cm|sf|ec|lm)bx|-medi(?:ital)?$")
 
 
 def _is_bold(fontname: str) -> bool:
