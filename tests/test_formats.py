@@ -402,3 +402,14 @@ def test_pdf_tex_bold_and_numbered_larger_lines_are_headings() -> None:
     korean = [text for _, text in headings(extract(docling / "normal_4pages.pdf"))]
     assert "(1) 「감염병의 예방 및 관리에 관한 법률」 개정" in korean  # numbered, 12.5 pt over an 11.5 pt body
     assert "(2) 생명보험 표준약관 재해분류표" in korean
+
+
+def test_pdf_unmapped_glyphs_become_bullets_in_cells_and_unmapped_pages_go_to_ocr() -> None:
+    doc = extract(DATA / "docs" / "docling" / "pdf" / "sources" / "redp5110_sampled.pdf")
+    usage = tables(doc, ("Column name", "Data type", "Description"))[0]
+    assert usage.rows[2][2].startswith("Usage setting: \u2022 ALLOWED: The user profile is allowed")
+    # page 3 sets its text in fonts without a Unicode map ("(cid:2)(cid:3)..."): it is read by OCR instead
+    assert not [b for b in doc.blocks if "(cid:" in b.text]
+    assert doc.metadata["ocr_pages"] == [3] and "page 3:" in doc.warnings[0] and "OCR" in doc.warnings[0]
+    page3 = " ".join(b.text for b in doc.blocks if b.page == 3)
+    assert "Database performance and scalability" in page3 and "Because no one else is IBM." in page3

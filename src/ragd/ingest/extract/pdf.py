@@ -21,15 +21,19 @@ from .ocr import ocr_engine, to_rgb
 from .office import table_block
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
+# a page with more characters than this share (and count) in fonts without a Unicode mapping is read by OCR;
+# a few unmapped glyphs are symbol-font bullets
+MAX_UNMAPPED_SHARE, MAX_UNMAPPED = 0.05, 50
 MIN_OUTLINE_CURVES = 50  # a page with no text but this many curves is taken for text drawn as outlines
 OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
+_LONE_CID = re.compile(r"(?<!\S)\(cid:\d+\)(?!\S)")  # an unmapped glyph standing alone: a symbol-font bullet
 
 
 def _table_block(rows: list[list[str | None]]) -> Block | None:
     """A ruled table found by pdfplumber, when it has at least two rows and two columns: anything smaller is a
     box drawn around text, which stays text."""
-    grid = [["" if c is None else c for c in row] for row in rows]
+    grid = [["" if c is None else _LONE_CID.sub("\u2022", c) for c in row] for row in rows]
     block = table_block(grid)
     if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
         return None
@@ -122,7 +126,7 @@ def _text_page(page: Any) -> list[Box]:
         Box(text=w["text"], x0=w["x0"], top=w["top"], x1=w["x1"], bottom=w["bottom"], size=float(w["size"]),
             bold=_is_bold(str(w.get("fontname", ""))))
         for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
-        if not inside(w)
+        if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ]
     boxes = [replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(words)]
     # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
@@ -235,15 +239,22 @@ class PdfExtractor:
             return
         with pdf:
             try:
-                per_page, heights, ocr_pages = [], [], []
+                per_page, heights, ocr_pages, warnings = [], [], [], []
                 for index, page in enumerate(pages):
                     heights.append(float(page.height))
+                    unmapped = sum(1 for c in page.chars if c["text"].startswith("(cid:"))
                     if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
                         # a scan, or text drawn as outlines (many curves): render and read it
                         drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
                         per_page.append(_ocr_page(source.data, index) if drawn else [])
                         if drawn:
                             ocr_pages.append(index + 1)
+                    elif unmapped > max(MAX_UNMAPPED, MAX_UNMAPPED_SHARE * len(page.chars)):
+                        # fonts without a map to Unicode: the text layer is glyph numbers, the picture is not
+                        per_page.append(_ocr_page(source.data, index))
+                        ocr_pages.append(index + 1)
+                        warnings.append(f"page {index + 1}: {unmapped} of {len(page.chars)} characters have no "
+                                        "Unicode mapping in the PDF; the page was read by OCR")
                     else:
                         per_page.append(_text_page(page))
                     page.flush_cache()
@@ -259,7 +270,7 @@ class PdfExtractor:
             laid_out.append(page_text)
         blocks = finish(laid_out)
         yield from single_document(source, "pdf", title or _first_heading(blocks), blocks,
-                                   metadata={"pages": len(heights), "ocr_pages": ocr_pages})
+                                   metadata={"pages": len(heights), "ocr_pages": ocr_pages}, warnings=warnings)
 
 
 def _open_error(source: Source, exc: Exception) -> IngestError:
