@@ -413,3 +413,11 @@ def test_pdf_unmapped_glyphs_become_bullets_in_cells_and_unmapped_pages_go_to_oc
     assert doc.metadata["ocr_pages"] == [3] and "page 3:" in doc.warnings[0] and "OCR" in doc.warnings[0]
     page3 = " ".join(b.text for b in doc.blocks if b.page == 3)
     assert "Database performance and scalability" in page3 and "Because no one else is IBM." in page3
+
+
+@pytest.mark.parametrize("name", ["ocr_test_rotated_90.pdf", "ocr_test_rotated_180.pdf", "ocr_test_rotated_270.pdf"])
+def test_scans_turned_sideways_or_upside_down_read_in_order(name: str) -> None:
+    doc = extract(DATA / "docs" / "docling" / "ocr" / "sources" / name)
+    text = " ".join(b.text for b in doc.blocks)
+    assert text == "Docling bundles PDF document conversion to JSON and Markdown in an easy self contained package"
+    assert doc.metadata["ocr_pages"] == [1]

@@ -38,7 +38,14 @@ class RapidOcr:
                 from rapidocr_onnxruntime import RapidOCR  # heavy import, only when a scan shows up
 
                 self._engine = RapidOCR()
-            result, _ = self._engine(binarize_scan(image))
+            scan = binarize_scan(image)
+            result, _ = self._engine(scan)
+            turns = _upright_turns(self._engine, scan, result or [])
+            if turns:  # a page scanned sideways or upside down: read it again the right way up
+                turned, _ = self._engine(np.ascontiguousarray(np.rot90(scan, turns)))
+                # a wrong vote reads worse: garbage scores low; the right turn reads as well or better
+                if _confident_chars(turned) >= 0.9 * _confident_chars(result):
+                    result = turned
         boxes: list[Box] = []
         for points, text, _score in result or []:
             xs = [float(p[0]) for p in points]
@@ -47,6 +54,36 @@ class RapidOcr:
             boxes.append(Box(text=str(text), x0=min(xs), top=top, x1=max(xs), bottom=bottom,
                              size=text_size(str(text), max(xs) - min(xs), bottom - top)))
         return boxes
+
+
+def _upright_turns(engine: Any, image: np.ndarray[Any, Any], result: list[Any]) -> int:
+    """Quarter turns (counter-clockwise, as np.rot90 counts them) that put the page upright, by a vote of
+    rapidocr's text-direction classifier over the longest lines found. The recogniser turns a line standing
+    on end a quarter counter-clockwise and the classifier says whether the result is upside down; a line lying
+    flat but upside down means a half turn. Without a clear majority the page is left as it is."""
+    lines = sorted((r for r in result if len(str(r[1]).strip()) >= 3), key=lambda r: -len(str(r[1])))[:30]
+    crops, standing = [], []
+    for points, _text, _score in lines:
+        xs, ys = [int(p[0]) for p in points], [int(p[1]) for p in points]
+        crop = image[max(min(ys), 0):max(ys), max(min(xs), 0):max(xs)]
+        if crop.size == 0:
+            continue
+        on_end = crop.shape[0] >= 1.5 * crop.shape[1]
+        crops.append(np.ascontiguousarray(np.rot90(crop)) if on_end else crop)
+        standing.append(on_end)
+    if not crops:
+        return 0
+    _, labels, _ = engine.text_cls(crops)
+    votes = [(1 if label == "0" else 3) if on_end else (2 if label == "180" else 0)
+             for (label, score), on_end in zip(labels, standing) if float(score) >= 0.9]
+    if not votes:
+        return 0
+    best = max(range(4), key=votes.count)
+    return best if votes.count(best) * 2 > len(votes) else 0
+
+
+def _confident_chars(result: list[Any] | None) -> float:
+    return sum(len(str(text).strip()) * float(score) for _points, text, score in result or [])
 
 
 def binarize_scan(image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
