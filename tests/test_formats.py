@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -32,6 +33,12 @@ def extract(path: Path) -> ExtractedDocument:
 
 def tables(doc: ExtractedDocument, header: tuple[str, ...]) -> list[Block]:
     return [b for b in doc.blocks if b.type == "table" and b.header == header]
+
+
+@functools.cache
+def redbook() -> ExtractedDocument:
+    """docling's IBM Redbook sample, one page of it OCR'd: extracted once for the tests that read it."""
+    return extract(DATA / "docs" / "docling" / "pdf" / "sources" / "redp5110_sampled.pdf")
 
 
 def headings(doc: ExtractedDocument) -> list[tuple[int, str]]:
@@ -405,7 +412,7 @@ def test_pdf_tex_bold_and_numbered_larger_lines_are_headings() -> None:
 
 
 def test_pdf_unmapped_glyphs_become_bullets_in_cells_and_unmapped_pages_go_to_ocr() -> None:
-    doc = extract(DATA / "docs" / "docling" / "pdf" / "sources" / "redp5110_sampled.pdf")
+    doc = redbook()
     usage = tables(doc, ("Column name", "Data type", "Description"))[0]
     assert usage.rows[2][2].startswith("Usage setting: \u2022 ALLOWED: The user profile is allowed")
     # page 3 sets its text in fonts without a Unicode map ("(cid:2)(cid:3)..."): it is read by OCR instead
@@ -421,3 +428,11 @@ def test_scans_turned_sideways_or_upside_down_read_in_order(name: str) -> None:
     text = " ".join(b.text for b in doc.blocks)
     assert text == "Docling bundles PDF document conversion to JSON and Markdown in an easy self contained package"
     assert doc.metadata["ocr_pages"] == [1]
+
+
+def test_pdf_table_headers_set_on_end_read_bottom_to_top() -> None:
+    doc = redbook()
+    matrix = [b for b in doc.blocks if b.type == "table" and b.header[:1] == ("User action",)]
+    assert len(matrix) == 1 and matrix[0].header[1:5] == ("*JOBCTL", "QIBM_DB_SECADM", "QIBM_DB_SQLADM",
+                                                           "QIBM_DB_SYSMON")
+    assert matrix[0].rows[0] == ("SET CURRENT DEGREE (SQL statement)", "X", "", "X", "", "")

@@ -110,10 +110,20 @@ def _closing_edges(page: Any) -> list[dict[str, Any]]:
     return added
 
 
+def _rotated_direction(page: Any, bbox: tuple[float, float, float, float]) -> dict[str, str]:
+    """How to read the turned text in a table (column headers set on end): pdfplumber reads it top to bottom,
+    but headers turned a quarter counter-clockwise, the usual way, read bottom to top ("*JOBCTL", not
+    "LTCBOJ*"). The text matrix says which way each glyph is turned."""
+    x0, top, x1, bottom = bbox
+    turned = [c["matrix"][1] for c in page.chars
+              if not c["upright"] and x0 <= c["x0"] <= x1 and top <= c["top"] <= bottom]
+    return {"char_dir_rotated": "btt"} if sum(1 for b in turned if b > 0) * 2 > len(turned) > 0 else {}
+
+
 def _text_page(page: Any) -> list[Box]:
     tables = []
     for table in page.find_tables({"explicit_vertical_lines": _closing_edges(page)}):
-        block = _table_block(_spanned(table, table.extract()))
+        block = _table_block(_spanned(table, table.extract(**_rotated_direction(page, table.bbox))))
         if block is not None:
             x0, top, x1, bottom = table.bbox
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
