@@ -402,13 +402,16 @@ def test_pdf_two_columns_under_a_full_width_abstract_are_columns_not_a_table() -
     assert left.startswith("2020.3.30. 0시 기준 현재 “코로나바이러스감염 증-19(COVID-19, 이하")
 
 
-def test_pdf_tex_bold_and_numbered_larger_lines_are_headings() -> None:
+def test_pdf_tex_bold_numbered_and_italic_title_lines_are_headings() -> None:
     docling = DATA / "docs" / "docling" / "pdf" / "sources"
     tex = [text for _, text in headings(extract(docling / "2305.03393v1-pg9.pdf"))]
     assert tex == ["5.1 Hyper Parameter Optimization", "5.2 Quantitative Results"]  # SFBX1000: TeX bold extended
     korean = [text for _, text in headings(extract(docling / "normal_4pages.pdf"))]
     assert "(1) 「감염병의 예방 및 관리에 관한 법률」 개정" in korean  # numbered, 12.5 pt over an 11.5 pt body
     assert "(2) 생명보험 표준약관 재해분류표" in korean
+    # italic lines in title case standing alone (a handbook's run-in style), not the italic figure captions
+    handbook = [text for _, text in headings(extract(docling / "amt_handbook_sample.pdf"))]
+    assert handbook == ["Boots Self-Locking Nut", "Stainless Steel Self-Locking Nut", "Elastic Stop Nut"]
 
 
 def test_pdf_unmapped_glyphs_become_bullets_in_cells_and_unmapped_pages_go_to_ocr() -> None:

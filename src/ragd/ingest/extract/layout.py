@@ -18,6 +18,7 @@ from ..normalize import normalize_text
 _BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\d{1,2}[.)])$")
 _SECTION_NUMBER = re.compile(r"^(?:\(\d{1,2}\)|\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.|[A-Z]\.)\s+\S")
+_CAPTION = re.compile(r"^(?:fig(?:ure)?|table|example|listing|chart|exhibit|plate)\.?\s*[\dA-Z]", re.IGNORECASE)
 _TERMINAL = re.compile(r"[.!?:;\"')\]]$")
 _SENTENCE_END = re.compile(r"[.!?:;,]$")  # a heading may end in a bracket or quote, not in a sentence mark
 
@@ -33,6 +34,7 @@ class Box:
     bottom: float
     size: float
     bold: bool = False
+    italic: bool = False
     table: Block | None = None
 
     @property
@@ -69,6 +71,10 @@ class Line:
         return all(b.bold for b in self.boxes)
 
     @property
+    def italic(self) -> bool:
+        return all(b.italic for b in self.boxes)
+
+    @property
     def text(self) -> str:
         return " ".join(b.text for b in self.boxes)
 
@@ -78,7 +84,7 @@ class PageText:
     """One page's laid-out content, before headings are decided over the whole document."""
 
     page: int
-    blocks: list[tuple[Block, float, bool]] = field(default_factory=list)  # block, font size, all bold
+    blocks: list[tuple[Block, float, bool]] = field(default_factory=list)  # block, font size, strong (bold)
 
 
 def lines_to_boxes(words: Sequence[Box], gap_factor: float = 1.0) -> list[Box]:
@@ -108,7 +114,8 @@ def _merge(words: list[Box]) -> Box:
     sizes = sorted(w.size for w in words)
     return Box(text=" ".join(w.text for w in words), x0=min(w.x0 for w in words), top=min(w.top for w in words),
                x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
-               bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words))
+               bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words),
+               italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words))
 
 
 def _group_lines(boxes: list[Box]) -> list[list[Box]]:
@@ -323,7 +330,7 @@ def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool
 
 def _breaks(prev: Line, line: Line, line_gap: float) -> bool:
     size = max(prev.size, line.size)
-    if abs(prev.size - line.size) > 0.12 * size or prev.bold != line.bold:
+    if abs(prev.size - line.size) > 0.12 * size or prev.bold != line.bold or prev.italic != line.italic:
         return True
     gap = line.top - prev.bottom
     if gap > line_gap + 0.4 * size or gap < -0.5 * size:
@@ -338,7 +345,16 @@ def _paragraph(lines: list[Line], page: int) -> tuple[Block, float, bool]:
     size = statistics.median(line.size for line in lines)
     box = _where(page, min(ln.x0 for ln in lines), lines[0].top, max(b.x1 for ln in lines for b in ln.boxes),
                  lines[-1].bottom)
-    return Block(kind, text, page=page, meta={"boxes": [box]}), size, all(line.bold for line in lines)
+    # an italic line in title case standing alone is a run-in style heading ("Elastic Stop Nut"), as strong
+    # as a bold one
+    strong = all(line.bold for line in lines) or (
+        len(lines) == 1 and lines[0].italic and _title_case(text) and not _CAPTION.match(text))
+    return Block(kind, text, page=page, meta={"boxes": [box]}), size, strong
+
+
+def _title_case(text: str) -> bool:
+    words = [w for w in re.split(r"[\s-]+", text) if len(w) > 3 and w[0].isalpha()]
+    return bool(words) and text[:1].isupper() and sum(w[0].isupper() for w in words) * 3 >= len(words) * 2
 
 
 def _where(page: int, x0: float, top: float, x1: float, bottom: float) -> dict[str, Any]:

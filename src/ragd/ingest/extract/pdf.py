@@ -134,7 +134,7 @@ def _text_page(page: Any) -> list[Box]:
 
     words = [
         Box(text=w["text"], x0=w["x0"], top=w["top"], x1=w["x1"], bottom=w["bottom"], size=float(w["size"]),
-            bold=_is_bold(str(w.get("fontname", ""))))
+            bold=_is_bold(str(w.get("fontname", ""))), italic=_is_italic(str(w.get("fontname", ""))))
         for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ]
@@ -189,6 +189,13 @@ def _reverse_rtl(run: str) -> str:
 # "Bd" is Adobe's short style name (MyriadPro-Bd); TeX's bold extended faces are CMBX10, SFBX1000, LMRoman10-Bold;
 # URW's Times bold is NimbusRomNo9L-Medi
 _BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$|^(?:cm|sf|ec|lm)bx|-medi(?:ital)?$")
+
+
+_ITALIC = re.compile(r"italic|oblique|-(?:bd)?it$|^(?:cm|sf|ec|lm)ti\d")
+
+
+def _is_italic(fontname: str) -> bool:
+    return _ITALIC.search(fontname.split("+", 1)[-1].lower()) is not None
 
 
 def _is_bold(fontname: str) -> bool:
