@@ -439,3 +439,13 @@ def test_pdf_table_headers_set_on_end_read_bottom_to_top() -> None:
     assert len(matrix) == 1 and matrix[0].header[1:5] == ("*JOBCTL", "QIBM_DB_SECADM", "QIBM_DB_SQLADM",
                                                            "QIBM_DB_SYSMON")
     assert matrix[0].rows[0] == ("SET CURRENT DEGREE (SQL statement)", "X", "", "X", "", "")
+
+
+def test_pdf_table_of_contents_is_a_table_of_titles_and_pages_without_leaders() -> None:
+    contents = [b for b in redbook().blocks if b.meta.get("contents")]
+    assert len(contents) == 1
+    entries = [contents[0].header, *contents[0].rows]
+    assert entries[:2] == [("Notices", "vii"), ("Trademarks", "viii")] and len(entries) == 43
+    assert ("2.1.7 Verifying function usage IDs for RCAC with the FUNCTION_USAGE view", "10") in entries
+    assert entries[-1] == ("3.6.8 Demonstrating data access with a view and RCAC", "32")
+    assert not [cell for row in entries for cell in row if ". ." in cell or cell.endswith(".")]

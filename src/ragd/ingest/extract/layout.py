@@ -19,6 +19,8 @@ _BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2
 _BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\d{1,2}[.)])$")
 _SECTION_NUMBER = re.compile(r"^(?:\(\d{1,2}\)|\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.|[A-Z]\.)\s+\S")
 _CAPTION = re.compile(r"^(?:fig(?:ure)?|table|example|listing|chart|exhibit|plate)\.?\s*[\dA-Z]", re.IGNORECASE)
+# a contents line: a title, a run of leader dots (". . ." or "....") and a page reference (digits or roman)
+_LEADER = re.compile(r"^(.*?\S)\s*(?:\.\s?){4,}\s*([0-9]{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})$")
 _TERMINAL = re.compile(r"[.!?:;\"')\]]$")
 _SENTENCE_END = re.compile(r"[.!?:;,]$")  # a heading may end in a bracket or quote, not in a sentence mark
 
@@ -253,6 +255,23 @@ def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) ->
     return Block("table", text, header=header, rows=rows, meta={"borderless": True}), end, len(head)
 
 
+def _contents_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
+    """A table of contents: three lines or more of "title . . . . page". It becomes a two-column table of
+    titles and page references, the dot leaders dropped (they are layout, and would fill a chunk with dots)."""
+    end = start
+    rows: list[tuple[str, str]] = []
+    while end < len(lines):
+        m = _LEADER.match(normalize_text(lines[end].text))
+        if m is None or not any(ch.isalnum() for ch in m.group(1)):  # leaders alone: their title is elsewhere
+            break
+        rows.append((m.group(1), m.group(2)))
+        end += 1
+    if len(rows) < 3:
+        return None
+    text = "\n".join(" | ".join(r) for r in rows)
+    return Block("table", text, header=rows[0], rows=tuple(rows[1:]), meta={"contents": True}), end
+
+
 def _header_lines(above: Sequence[Line], first: Line, spans: list[tuple[float, float]], size: float) -> list[Line]:
     """The lines right above a borderless table that read as its header: at most three, close together, each
     box over exactly one column and no two boxes of a line over the same one; a line of one box must be bold,
@@ -307,6 +326,15 @@ def leaf_blocks(leaf: Sequence[Box], page: int) -> list[tuple[Block, float, bool
         j = 0
         while j < len(run):
             line = run[j]
+            contents = _contents_table(run, j)
+            if contents is not None:
+                flush()
+                block, end = contents
+                box = _where(page, min(ln.x0 for ln in run[j:end]), line.top,
+                             max(b.x1 for ln in run[j:end] for b in ln.boxes), run[end - 1].bottom)
+                out.append((replace(block, page=page, meta={**block.meta, "boxes": [box]}), line.size, False))
+                j = end
+                continue
             found = _aligned_table(run, j, current) if len(line.boxes) >= 2 else None
             if found is not None:
                 block, end, taken = found
@@ -421,6 +449,8 @@ def _is_heading(block: Block, size: float, bold: bool, body: float) -> bool:
     if block.type not in ("paragraph", "list") or not body:
         return False
     words = len(block.text.split())
+    if not any(ch.isalnum() for ch in block.text):
+        return False  # dot leaders, rules of dashes
     if words > 25 or (block.text.endswith((".", ",", ";")) and words > 8):
         return False
     if size >= body * 1.15 or (bold and size >= body * 1.08):
