@@ -11,9 +11,10 @@ Ground truth:
 
 Metrics: text recall (share of the truth's words found, as a bag of words), table-cell accuracy (share of the
 truth's cells found at the same row and column of the best-matching extracted table, exact after whitespace
-folding and with table-of-contents dot leaders left out on both sides), heading recall (truth headings found among extracted headings), reading order (paragraphs found in
-order), OCR word recall, pages/s (docling PDFs: the files read from their text layer alone; a file with a page
-sent to OCR, such as redp5110's page in fonts without a Unicode map, is left out of the speed figure).
+folding and with table-of-contents dot leaders left out on both sides), heading recall (truth headings found
+among extracted headings), reading order (paragraphs found in order), OCR word recall, pages/s (docling PDFs:
+the files read from their text layer alone; a file with a page sent to OCR, such as redp5110's page in fonts
+without a Unicode map, is left out of the speed figure).
 """
 
 from __future__ import annotations
