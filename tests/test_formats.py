@@ -409,6 +409,8 @@ def test_pdf_tex_bold_numbered_and_italic_title_lines_are_headings() -> None:
     korean = [text for _, text in headings(extract(docling / "normal_4pages.pdf"))]
     assert "(1) 「감염병의 예방 및 관리에 관한 법률」 개정" in korean  # numbered, 12.5 pt over an 11.5 pt body
     assert "(2) 생명보험 표준약관 재해분류표" in korean
+    # the same size as the text below it but in the sans face over the serif body: its own block, a heading
+    assert "(1) 상위법에 반하는 보험약관의 해석" in korean
     # italic lines in title case standing alone (a handbook's run-in style), not the italic figure captions
     handbook = [text for _, text in headings(extract(docling / "amt_handbook_sample.pdf"))]
     assert handbook == ["Boots Self-Locking Nut", "Stainless Steel Self-Locking Nut", "Elastic Stop Nut"]

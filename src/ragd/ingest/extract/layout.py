@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,6 +38,7 @@ class Box:
     size: float
     bold: bool = False
     italic: bool = False
+    font: str = ""  # the typeface, when the source names it (PDF): a change of face between lines starts a block
     table: Block | None = None
 
     @property
@@ -75,6 +77,10 @@ class Line:
     @property
     def italic(self) -> bool:
         return all(b.italic for b in self.boxes)
+
+    @property
+    def font(self) -> str:
+        return Counter(b.font for b in self.boxes for _ in b.text).most_common(1)[0][0]
 
     @property
     def text(self) -> str:
@@ -117,7 +123,8 @@ def _merge(words: list[Box]) -> Box:
     return Box(text=" ".join(w.text for w in words), x0=min(w.x0 for w in words), top=min(w.top for w in words),
                x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
                bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words),
-               italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words))
+               italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words),
+               font=Counter(w.font for w in words for _ in w.text).most_common(1)[0][0])
 
 
 def _group_lines(boxes: list[Box]) -> list[list[Box]]:
@@ -360,6 +367,8 @@ def _breaks(prev: Line, line: Line, line_gap: float) -> bool:
     size = max(prev.size, line.size)
     if abs(prev.size - line.size) > 0.12 * size or prev.bold != line.bold or prev.italic != line.italic:
         return True
+    if prev.font and line.font and prev.font != line.font:
+        return True  # a heading in the sans face over body text in the serif one, at nearly the same size
     gap = line.top - prev.bottom
     if gap > line_gap + 0.4 * size or gap < -0.5 * size:
         return True

@@ -134,7 +134,8 @@ def _text_page(page: Any) -> list[Box]:
 
     words = [
         Box(text=w["text"], x0=w["x0"], top=w["top"], x1=w["x1"], bottom=w["bottom"], size=float(w["size"]),
-            bold=_is_bold(str(w.get("fontname", ""))), italic=_is_italic(str(w.get("fontname", ""))))
+            bold=_is_bold(str(w.get("fontname", ""))), italic=_is_italic(str(w.get("fontname", ""))),
+            font=str(w.get("fontname", "")).split("+", 1)[-1])
         for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ]
