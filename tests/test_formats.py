@@ -318,6 +318,10 @@ def test_pdf_right_to_left_text_and_bold_headings_read_as_written() -> None:
     titles = [text for _, text in headings(history)]
     assert "Pre-Digital Era (19th - Early 20th Century)" in titles  # bold, a little larger, ends in a bracket
     assert "The Rise of Personal Computers (1980s)" in titles
+    # ruled table cells in Persian come out in logical order too (they were reversed, "شريذپ خيرات")
+    persian = [b for b in extract(docling / "right_to_left_03.pdf").blocks if b.type == "table"]
+    cells = {cell for t in persian for row in (t.header, *t.rows) for cell in row}
+    assert {"تاريخ پذيرش", "تاريخ ارائه مدارک", "شرکت بورس کالای ايران"} <= cells
 
 
 def test_docx_text_boxes_and_equations_are_read() -> None:

@@ -33,11 +33,16 @@ _LONE_CID = re.compile(r"(?<!\S)\(cid:\d+\)(?!\S)")  # an unmapped glyph standin
 def _table_block(rows: list[list[str | None]]) -> Block | None:
     """A ruled table found by pdfplumber, when it has at least two rows and two columns: anything smaller is a
     box drawn around text, which stays text."""
-    grid = [["" if c is None else _LONE_CID.sub("\u2022", c) for c in row] for row in rows]
+    grid = [["" if c is None else _cell_text(c) for c in row] for row in rows]
     block = table_block(grid)
     if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
         return None
     return block
+
+
+def _cell_text(text: str) -> str:
+    """A ruled table cell as read: right-to-left lines in logical order, a lone unmapped glyph as a bullet."""
+    return "\n".join(visual_to_logical(_LONE_CID.sub("\u2022", line)) for line in text.split("\n"))
 
 
 def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]:
