@@ -138,10 +138,7 @@ def _text_page(page: Any) -> list[Box]:
         return any(t.x0 <= cx <= t.x1 and t.top <= cy <= t.bottom for t in tables)
 
     words = [
-        Box(text=w["text"], x0=w["x0"], top=w["top"], x1=w["x1"], bottom=w["bottom"], size=float(w["size"]),
-            bold=_is_bold(str(w.get("fontname", ""))), italic=_is_italic(str(w.get("fontname", ""))),
-            font=str(w.get("fontname", "")).split("+", 1)[-1])
-        for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
+        _word_box(w) for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ]
     boxes = [replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(words)]
@@ -149,6 +146,12 @@ def _text_page(page: Any) -> list[Box]:
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
     return boxes + [Box(t.text, t.x0, t.top, t.x1, t.bottom, body, table=t.table) for t in tables]
+
+
+def _word_box(word: dict[str, Any]) -> Box:
+    font = str(word.get("fontname", "")).split("+", 1)[-1]  # without the subset tag ("ABCDEF+")
+    return Box(text=word["text"], x0=word["x0"], top=word["top"], x1=word["x1"], bottom=word["bottom"],
+               size=float(word["size"]), bold=_is_bold(font), italic=_is_italic(font), font=font)
 
 
 def _rtl(ch: str) -> bool:
