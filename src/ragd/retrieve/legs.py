@@ -187,7 +187,7 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     for j, i in enumerate(range(cut, len(terms))):
         after -= idfs[i] * (BM25_K1 + 1)
         per_term |= {f"rterm{j}": terms[i], f"ridf{j}": idfs[i], f"rdf{j}": dfs[i], f"rub{j}": max(after, 0.0)}
-    return LexicalPlan("maxscore", {**params, **per_term, "essential": terms[:cut], "rest": terms[cut:],
+    return LexicalPlan("maxscore", {**params, **per_term, "rest": terms[cut:],
                                     "ub_rest": bound, "probe": PROBE_FACTOR * limit, "probe_cost": probe_cost},
                        queries.lexical_maxscore_sql(filters, cut, len(terms) - cut))
 

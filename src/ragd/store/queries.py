@@ -280,11 +280,13 @@ FROM ingestion_items WHERE run_id = %(run_id)s ORDER BY item_index"""
 
 # -- retrieval ---------------------------------------------------------------------------------------
 
-CANDIDATE_COLUMNS = """
-SELECT c.chunk_id, c.doc_id, c.doc_version_id, c.chunk_index, c.content, d.title, d.external_id,
-       v.version_label, c.heading_path, c.chunk_type, c.tags, d.metadata || c.metadata
-FROM chunks c JOIN documents d ON d.doc_id = c.doc_id JOIN document_versions v ON v.doc_version_id = c.doc_version_id
-WHERE c.chunk_id = ANY(%(ids)s) AND c.is_active"""
+# A Candidate's columns after chunk_id (see legs.candidate), from chunks c and the joins below.
+_CANDIDATE_SELECT = ("c.doc_id, c.doc_version_id, c.chunk_index, c.content, d.title, d.external_id, "
+                     "v.version_label, c.heading_path, c.chunk_type, c.tags, d.metadata || c.metadata")
+_CANDIDATE_JOINS = ("JOIN documents d ON d.doc_id = c.doc_id "
+                    "JOIN document_versions v ON v.doc_version_id = c.doc_version_id")
+CANDIDATE_COLUMNS = (f"SELECT c.chunk_id, {_CANDIDATE_SELECT} FROM chunks c {_CANDIDATE_JOINS} "
+                     "WHERE c.chunk_id = ANY(%(ids)s) AND c.is_active")
 
 
 def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, dict[str, Any]]:
@@ -377,12 +379,10 @@ _WEIGHTS = "w AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS
 _RANKED = (
     "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
     # the rows come back ready to use (chunk_id, score, then CANDIDATE_COLUMNS' other columns): no second query
-    "SELECT sc.chunk_id, sc.score, c2.doc_id, c2.doc_version_id, c2.chunk_index, c2.content, d.title, "
-    "d.external_id, v.version_label, c2.heading_path, c2.chunk_type, c2.tags, d.metadata || c2.metadata "
-    "FROM scored sc JOIN chunks c2 ON c2.chunk_id = sc.chunk_id JOIN documents d ON d.doc_id = c2.doc_id "
-    "JOIN document_versions v ON v.doc_version_id = c2.doc_version_id "
+    f"SELECT sc.chunk_id, sc.score, {_CANDIDATE_SELECT} "
+    f"FROM scored sc JOIN chunks c ON c.chunk_id = sc.chunk_id {_CANDIDATE_JOINS} "
     "WHERE sc.score >= (SELECT min(score) FROM top) "
-    "ORDER BY sc.score DESC, c2.doc_id, c2.chunk_index LIMIT %(limit)s"
+    "ORDER BY sc.score DESC, c.doc_id, c.chunk_index LIMIT %(limit)s"
 )
 
 
