@@ -20,6 +20,7 @@ from ragd.types import Block, ExtractedDocument
 from .conftest import DATA
 
 SYN = DATA / "docs" / "synthetic"
+DOCLING_PDF = DATA / "docs" / "docling" / "pdf" / "sources"
 INCIDENT_HEADER = ("Incident", "Date", "Severity", "Service", "Minutes down")
 REVENUE_HEADER = ("Region", "Q3 Revenue (EUR)", "Change vs Q2")
 WORD = re.compile(r"[0-9a-zà-ÿ]+(?:[.,'][0-9a-zà-ÿ]+)*", re.IGNORECASE)
@@ -38,7 +39,7 @@ def tables(doc: ExtractedDocument, header: tuple[str, ...]) -> list[Block]:
 @functools.cache
 def redbook() -> ExtractedDocument:
     """docling's IBM Redbook sample, one page of it OCR'd: extracted once for the tests that read it."""
-    return extract(DATA / "docs" / "docling" / "pdf" / "sources" / "redp5110_sampled.pdf")
+    return extract(DOCLING_PDF / "redp5110_sampled.pdf")
 
 
 def headings(doc: ExtractedDocument) -> list[tuple[int, str]]:
@@ -311,15 +312,14 @@ def test_a_zip_bomb_posing_as_docx_is_refused_unread(client: ragd.Ragd, name: st
 
 
 def test_pdf_right_to_left_text_and_bold_headings_read_as_written() -> None:
-    docling = DATA / "docs" / "docling" / "pdf" / "sources"
-    arabic = extract(docling / "right_to_left_01.pdf")
+    arabic = extract(DOCLING_PDF / "right_to_left_01.pdf")
     assert headings(arabic)[0][1].startswith("تحسين الإنتاجية وحل المشكلات من خلال البرمجة بلغة R")
-    history = extract(docling / "multi_page.pdf")
+    history = extract(DOCLING_PDF / "multi_page.pdf")
     titles = [text for _, text in headings(history)]
     assert "Pre-Digital Era (19th - Early 20th Century)" in titles  # bold, a little larger, ends in a bracket
     assert "The Rise of Personal Computers (1980s)" in titles
     # ruled table cells in Persian come out in logical order too (they were reversed, "شريذپ خيرات")
-    persian = [b for b in extract(docling / "right_to_left_03.pdf").blocks if b.type == "table"]
+    persian = [b for b in extract(DOCLING_PDF / "right_to_left_03.pdf").blocks if b.type == "table"]
     cells = {cell for t in persian for row in (t.header, *t.rows) for cell in row}
     assert {"تاريخ پذيرش", "تاريخ ارائه مدارک", "شرکت بورس کالای ايران"} <= cells
 
@@ -377,20 +377,19 @@ def test_docx_numbered_headings_keep_the_numbers_word_shows() -> None:
 
 
 def test_pdf_open_sided_ruled_table_and_borderless_header_on_two_lines() -> None:
-    docling = DATA / "docs" / "docling" / "pdf" / "sources"
     # rules between the rows and columns, none down the outer sides: the first and last columns are cells too
-    korean = tables(extract(docling / "normal_4pages.pdf"), ("구분", "개정전", "개정후"))
+    korean = tables(extract(DOCLING_PDF / "normal_4pages.pdf"), ("구분", "개정전", "개정후"))
     assert len(korean) == 1 and [r[0] for r in korean[0].rows] == ["분류", "분류 기준", "대상 질병", "U코드"]
     assert korean[0].rows[0] == ("분류", "1군 감염병", "1급 감염병")
     assert korean[0].rows[-1][2].startswith("◦ 대상질병에 U코드 일부(3종) 포함")
     # a bold header over two lines ("State funded / legal aid") and empty corner cells, above borderless rows;
     # MyriadBd is bold
-    legal = [b for b in extract(docling / "table_mislabeled_as_picture.pdf").blocks if b.type == "table"]
+    legal = [b for b in extract(DOCLING_PDF / "table_mislabeled_as_picture.pdf").blocks if b.type == "table"]
     assert [t.header for t in legal] == [("", "", "State funded legal aid", "CSOs")]
     assert [r[1] for r in legal[0].rows][:2] == ["Persons with disabilities", "Children"]
     assert all(r[2:] == ("*", "*") for r in legal[0].rows) and len(legal[0].rows) == 7
     # a two-level header whose outer sides are open: all 8 columns, the spanning "TEDs" over its three
-    arxiv = tables(extract(docling / "2305.03393v1-pg9.pdf"),
+    arxiv = tables(extract(DOCLING_PDF / "2305.03393v1-pg9.pdf"),
                    ("# enc-layers", "# dec-layers", "Language", "TEDs", "TEDs", "TEDs", "mAP (0.75)",
                     "Inference time (secs)"))
     assert len(arxiv) == 1 and arxiv[0].rows[0][3:6] == ("simple", "complex", "all")
@@ -399,7 +398,7 @@ def test_pdf_open_sided_ruled_table_and_borderless_header_on_two_lines() -> None
 
 
 def test_pdf_two_columns_under_a_full_width_abstract_are_columns_not_a_table() -> None:
-    doc = extract(DATA / "docs" / "docling" / "pdf" / "sources" / "normal_4pages.pdf")
+    doc = extract(DOCLING_PDF / "normal_4pages.pdf")
     first = [b for b in doc.blocks if b.page == 1]
     assert not [b for b in first if b.type == "table"]  # the two columns were once paired line by line
     left = next(b.text for b in first if b.text.startswith("2020.3.30."))
@@ -407,16 +406,15 @@ def test_pdf_two_columns_under_a_full_width_abstract_are_columns_not_a_table() -
 
 
 def test_pdf_tex_bold_numbered_and_italic_title_lines_are_headings() -> None:
-    docling = DATA / "docs" / "docling" / "pdf" / "sources"
-    tex = [text for _, text in headings(extract(docling / "2305.03393v1-pg9.pdf"))]
+    tex = [text for _, text in headings(extract(DOCLING_PDF / "2305.03393v1-pg9.pdf"))]
     assert tex == ["5.1 Hyper Parameter Optimization", "5.2 Quantitative Results"]  # SFBX1000: TeX bold extended
-    korean = [text for _, text in headings(extract(docling / "normal_4pages.pdf"))]
+    korean = [text for _, text in headings(extract(DOCLING_PDF / "normal_4pages.pdf"))]
     assert "(1) 「감염병의 예방 및 관리에 관한 법률」 개정" in korean  # numbered, 12.5 pt over an 11.5 pt body
     assert "(2) 생명보험 표준약관 재해분류표" in korean
     # the same size as the text below it but in the sans face over the serif body: its own block, a heading
     assert "(1) 상위법에 반하는 보험약관의 해석" in korean
     # italic lines in title case standing alone (a handbook's run-in style), not the italic figure captions
-    handbook = [text for _, text in headings(extract(docling / "amt_handbook_sample.pdf"))]
+    handbook = [text for _, text in headings(extract(DOCLING_PDF / "amt_handbook_sample.pdf"))]
     assert handbook == ["Boots Self-Locking Nut", "Stainless Steel Self-Locking Nut", "Elastic Stop Nut"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +23,11 @@ class Block:
     header: tuple[str, ...] = ()  # tables: the header row
     rows: tuple[tuple[str, ...], ...] = ()  # tables: body rows
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def table_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table block's text: the header and each row on a line of their own, cells joined by " | "."""
+    return "\n".join(" | ".join(r) for r in (header, *rows))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...types import Block, BlockType
+from ...types import Block, BlockType, table_text
 from ..normalize import normalize_text
 
 _BULLET = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b7*\u2013\-]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
@@ -258,8 +258,7 @@ def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) ->
     else:
         header, body = tuple(normalize_text(b.text) for b in body[0].boxes), body[1:]
     rows = tuple(tuple(normalize_text(b.text) for b in line.boxes) for line in body)
-    text = "\n".join(" | ".join(r) for r in (header, *rows))
-    return Block("table", text, header=header, rows=rows, meta={"borderless": True}), end, len(head)
+    return Block("table", table_text(header, rows), header=header, rows=rows, meta={"borderless": True}), end, len(head)
 
 
 def _contents_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
@@ -275,8 +274,8 @@ def _contents_table(lines: list[Line], start: int) -> tuple[Block, int] | None:
         end += 1
     if len(rows) < 3:
         return None
-    text = "\n".join(" | ".join(r) for r in rows)
-    return Block("table", text, header=rows[0], rows=tuple(rows[1:]), meta={"contents": True}), end
+    header, body = rows[0], tuple(rows[1:])
+    return Block("table", table_text(header, body), header=header, rows=body, meta={"contents": True}), end
 
 
 def _header_lines(above: Sequence[Line], first: Line, spans: list[tuple[float, float]], size: float) -> list[Line]:
@@ -431,11 +430,10 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
         elif blocks and block.type == "table" and blocks[-1].type == "table" and _continues(blocks[-1], block):
             prev = blocks[-1]
             merged = prev.rows + block.rows
-            text = "\n".join(" | ".join(r) for r in (prev.header, *merged))
             pages_ = sorted({*prev.meta.get("pages", [prev.page]), block.page})
             boxes = [*prev.meta.get("boxes", []), *block.meta.get("boxes", [])]
             row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)), *[block.page] * len(block.rows)]
-            blocks[-1] = replace(prev, text=text, rows=merged,
+            blocks[-1] = replace(prev, text=table_text(prev.header, merged), rows=merged,
                                  meta={**prev.meta, "pages": pages_, "boxes": boxes, "row_pages": row_pages})
         elif blocks and block.type == "paragraph" and blocks[-1].type in ("paragraph", "list") and _joins(
             blocks[-1], block

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ...types import Block, ExtractedDocument
+from ...types import Block, ExtractedDocument, table_text
 from ..normalize import decode_text, fold_lines, normalize_text
 from .base import ExtractOptions, Source, single_document
 
@@ -37,8 +37,7 @@ def _table(tokens: list[Token], start: int) -> tuple[Block, int]:
         elif tok.type == "inline" and current is not None:
             current.append(fold_lines(tok.content))
         i += 1
-    text = "\n".join(" | ".join(r) for r in [header, *rows])
-    return Block("table", text, header=tuple(header), rows=tuple(tuple(r) for r in rows)), i
+    return Block("table", table_text(header, rows), header=tuple(header), rows=tuple(tuple(r) for r in rows)), i
 
 
 def markdown_blocks(text: str) -> list[Block]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...errors import CorruptDocument, UnsupportedFormat
-from ...types import Block, BlockType, ExtractedDocument
+from ...types import Block, BlockType, ExtractedDocument, table_text
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
 
@@ -59,8 +59,7 @@ def table_block(grid: list[list[str]], page: int | None = None, **meta: Any) -> 
         text = " ".join(c for r in rows for c in r if c)
         return Block("paragraph", text, page=page) if text else None
     header, body = tuple(rows[0]), tuple(tuple(r) for r in rows[1:])
-    text = "\n".join(" | ".join(r) for r in (header, *body))
-    return Block("table", text, header=header, rows=body, page=page, meta=dict(meta))
+    return Block("table", table_text(header, body), header=header, rows=body, page=page, meta=dict(meta))
 
 
 def _open_error(source: Source, what: str, exc: Exception) -> CorruptDocument:

@@ -203,12 +203,14 @@ _BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$|^(?:cm|sf|ec|lm)bx|-me
 _ITALIC = re.compile(r"italic|oblique|-(?:bd)?it$|^(?:cm|sf|ec|lm)ti\d")
 
 
-def _is_italic(fontname: str) -> bool:
-    return _ITALIC.search(fontname.split("+", 1)[-1].lower()) is not None
+def _is_italic(font: str) -> bool:
+    """From a font name without its subset tag, as `_word_box` gives it."""
+    return _ITALIC.search(font.lower()) is not None
 
 
-def _is_bold(fontname: str) -> bool:
-    return _BOLD.search(fontname.split("+", 1)[-1].lower()) is not None
+def _is_bold(font: str) -> bool:
+    """From a font name without its subset tag, as `_word_box` gives it."""
+    return _BOLD.search(font.lower()) is not None
 
 
 def _ocr_page(data: bytes, index: int) -> list[Box]:
