@@ -14,7 +14,7 @@ from ragd.store.postgres import migrations
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
     "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
-    "document_filter_values", "document_minhash", "document_minhash_bands",
+    "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache",
 }
 
 
@@ -35,8 +35,8 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
             ext = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         assert {t for t in TENANT_TABLES if rls.get(t)} == TENANT_TABLES
         assert policies == TENANT_TABLES
-        # the setting is read once per statement (an InitPlan), not once per row
-        initplan = re.compile(r"tenant_id = \(\s*SELECT current_setting\('ragd\.tenant_id'")
+        # the tenant of the logged-in role is read once per statement (an InitPlan), not once per row
+        initplan = re.compile(r"tenant_id = \(\s*SELECT ragd_tenant\(\)")
         assert all(initplan.search(q) and initplan.search(c) for q, c in quals.values()), quals
         assert ext is not None
     finally:
@@ -61,3 +61,27 @@ def test_collection_pins_model_and_dims(client, name) -> None:  # type: ignore[n
         index = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'chunk_embeddings_hnsw_%%' "
                              "AND indexdef LIKE %s", (f"%{col.collection_id}%",)).fetchone()
     assert index is not None and "hnsw" in index[0] and "vector(384)" in index[0] and "vector_cosine_ops" in index[0]
+
+
+def test_every_key_between_tenant_tables_is_tenant_scoped(client) -> None:  # type: ignore[no-untyped-def]
+    """A unique key another tenant could fill first, or a foreign key that could point into another tenant's
+    rows, would let one tenant block or probe another: each must carry tenant_id (collection ids are only ever
+    written by ragd's privileged session, derived from the tenant)."""
+    with client.store.admin() as conn:
+        unique = conn.execute(
+            "SELECT c.relname, array_agg(a.attname ORDER BY a.attname) FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_attribute a ON a.attrelid = c.oid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indisunique AND c.relname = ANY(%s) "
+            "GROUP BY c.relname, i.indexrelid", (sorted(TENANT_TABLES),)).fetchall()
+        foreign = conn.execute(
+            "SELECT conrelid::regclass::text, confrelid::regclass::text, array_agg(a.attname ORDER BY a.attname) "
+            "FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = ANY(k.conkey) "
+            "WHERE k.contype = 'f' AND conrelid::regclass::text = ANY(%s) GROUP BY k.oid",
+            (sorted(TENANT_TABLES),)).fetchall()
+    exempt = {("tenants", "tenant_id"), ("collections", "collection_id"), ("api_keys", "key_id"),
+              ("api_keys", "key_hash")}
+    loose = [(t, cols) for t, cols in unique
+             if "tenant_id" not in cols and "collection_id" not in cols and (t, ",".join(cols)) not in exempt]
+    assert loose == []
+    assert [f for f in foreign if "tenant_id" not in f[2]] == []
+    assert len(foreign) >= 25

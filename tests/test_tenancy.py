@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import psycopg
 import pytest
 
 import ragd
+from ragd import ids
 from ragd.errors import InvalidRequest
+from ragd.ids import sha256_text
 
 
 def test_rls_hides_other_tenants_rows_from_raw_queries(client: ragd.Ragd, name: str) -> None:
@@ -26,8 +31,9 @@ def test_rls_hides_other_tenants_rows_from_raw_queries(client: ragd.Ragd, name: 
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         with client.store.tenant("acme") as conn:
             conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('globex2', 'x')")
-    with client.store.tenant("acme") as conn:  # the session itself is the unprivileged role: no way back up
-        assert conn.execute("SELECT session_user, current_user").fetchone() == ("ragd_app", "ragd_app")
+    with client.store.tenant("acme") as conn:  # the session itself is the tenant's unprivileged role
+        role = client.store.tenant_role("acme")
+        assert conn.execute("SELECT session_user, current_user").fetchone() == (role, role)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SET ROLE postgres")
     with client.store.tenant("acme") as conn:  # even a forged tenant_id cannot be written
@@ -44,6 +50,140 @@ def test_same_collection_name_in_two_tenants_is_two_collections(client: ragd.Rag
     assert [c["name"] for c in client.collections("t-one")] == [name]
 
 
-def test_bad_tenant_id_is_refused(client: ragd.Ragd) -> None:
+@pytest.mark.parametrize("tenant", ["../etc", "", "acme\n", "acme\r\n", " acme", "a" * 65])
+def test_bad_tenant_id_is_refused(client: ragd.Ragd, tenant: str) -> None:
     with pytest.raises(InvalidRequest, match="invalid tenant"):
-        client.collection("x", tenant="../etc")
+        client.collection("x", tenant=tenant)
+
+
+def test_bad_collection_name_is_refused(client: ragd.Ragd) -> None:
+    with pytest.raises(InvalidRequest, match="invalid collection name"):
+        client.collection("docs\n", tenant="acme")
+
+
+# -- a hostile tenant with a SQL session of its own (issue 9) ------------------------------------------------
+
+
+@pytest.fixture
+def two_tenants(client: ragd.Ragd, name: str) -> tuple[ragd.Collection, ragd.Collection]:
+    a = client.collection(name, tenant="mallory")
+    b = client.collection(name, tenant="victim")
+    a.ingest(documents=[{"id": "a1", "text": "Mallory notes about rockets."}])
+    b.ingest(documents=[{"id": "b1", "text": "Victim quarterly payroll figures for volcanoes."}])
+    return a, b
+
+
+def _visible(conn: psycopg.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM chunks UNION SELECT tenant_id FROM documents")}
+
+
+def _superuser(client: ragd.Ragd) -> str:
+    with client.store.admin() as conn:
+        return str(conn.execute("SELECT current_user").fetchone()[0])
+
+
+@pytest.mark.parametrize("switch", [
+    "SELECT set_config('ragd.tenant_id', 'victim', false)",
+    "SET ragd.tenant_id = 'victim'",
+    "RESET ROLE",
+    "RESET ALL",
+    "SET ROLE NONE",
+])
+def test_session_settings_cannot_switch_tenant(client: ragd.Ragd, two_tenants: Any, switch: str) -> None:
+    with client.store.tenant("mallory") as conn:
+        conn.execute(switch)
+        assert _visible(conn) == {"mallory"}
+        assert conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = 'victim'").fetchone()[0] == 0
+        assert conn.execute("SELECT ragd_tenant()").fetchone()[0] == "mallory"
+
+
+def test_roles_cannot_switch_tenant(client: ragd.Ragd, two_tenants: Any) -> None:
+    victim_role = client.store.tenant_role("victim")
+    for statement in (f'SET ROLE "{victim_role}"', f'SET SESSION AUTHORIZATION "{victim_role}"',
+                      f'SET SESSION AUTHORIZATION "{_superuser(client)}"', "SET ROLE postgres",
+                      f"SELECT set_config('role', '{victim_role}', false)"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), client.store.tenant("mallory") as conn:
+            conn.execute(statement)
+    with client.store.tenant("mallory") as conn:  # the group role every tenant role belongs to sees nothing
+        conn.execute("SET ROLE ragd_app")
+        assert _visible(conn) == set()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status) "
+                         "VALUES (gen_random_uuid(), 'victim', %s, 'running')", (two_tenants[1].collection_id,))
+
+
+def test_functions_and_catalogs_cannot_switch_or_reveal_tenants(client: ragd.Ragd, two_tenants: Any) -> None:
+    victim_role = client.store.tenant_role("victim")
+    with client.store.tenant("mallory") as conn:  # a temporary table cannot stand in for the role map
+        conn.execute("CREATE TEMP TABLE tenant_roles (role_name text, tenant_id text)")
+        conn.execute("INSERT INTO pg_temp.tenant_roles VALUES (current_user, 'victim')")
+        conn.execute("SET search_path = pg_temp, public")
+        assert _visible(conn) == {"mallory"}
+        assert conn.execute("SELECT ragd_tenant()").fetchone()[0] == "mallory"
+    with client.store.tenant("mallory") as conn:  # the role map shows its own row only
+        assert conn.execute("SELECT tenant_id FROM public.tenant_roles").fetchall() == [("mallory",)]
+        roles = [r[0] for r in conn.execute("SELECT rolname FROM pg_roles")]
+        assert victim_role in roles and not any("victim" in r for r in roles)  # role names reveal no tenant
+    for statement in ("SELECT secret FROM ragd_secret",
+                      "CREATE FUNCTION public.ragd_tenant() RETURNS text LANGUAGE sql AS $$ SELECT 'victim' $$",
+                      "CREATE TABLE public.x (y int)",
+                      "ALTER POLICY tenant_isolation ON chunks USING (true)",
+                      "ALTER TABLE chunks DISABLE ROW LEVEL SECURITY",
+                      "INSERT INTO tenant_roles VALUES (current_user, 'victim')",
+                      "UPDATE tenant_roles SET tenant_id = 'victim'"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), client.store.tenant("mallory") as conn:
+            conn.execute(statement)
+
+
+def test_embedding_cache_cannot_be_planted_or_probed(client: ragd.Ragd, name: str) -> None:
+    a = client.collection(name, tenant="mallory")
+    b = client.collection(name, tenant="victim")
+    text = "Victim merger target is Initech, announced next week."
+    search_text = ragd.chunk(text)[0].search_text
+    digest = sha256_text(search_text)
+    bogus = np.ones(a.dims, dtype=np.float32) / np.sqrt(a.dims)
+    with client.store.tenant("mallory") as conn:  # plant a vector under the hash of a text victim will ingest
+        conn.execute("INSERT INTO embedding_cache (embed_model, content_hash, embedding) VALUES (%s, %s, %s)",
+                     (a.embed_model, digest, bogus))
+    report = b.ingest(documents=[{"id": "m1", "text": text}])
+    assert report.embedded == 1 and report.cache_hits == 0
+    with client.store.tenant("victim") as conn:
+        stored = conn.execute("SELECT e.embedding FROM chunk_embeddings e JOIN chunks c USING (chunk_id) "
+                              "WHERE c.content LIKE 'Victim merger%'").fetchone()[0]
+    expected = b.embedder.embed_documents([search_text])[0]
+    assert np.allclose(np.asarray(stored.to_numpy()), expected, atol=1e-6)
+    with client.store.tenant("mallory") as conn:  # probing for victim's exact text finds nothing of victim's
+        assert conn.execute("SELECT count(*) FROM embedding_cache WHERE content_hash = %s AND tenant_id <> 'mallory'",
+                            (digest,)).fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO embedding_cache (tenant_id, embed_model, content_hash, embedding) "
+                         "VALUES ('victim', %s, 'x', %s)", (a.embed_model, bogus))
+    again = b.ingest(documents=[{"id": "m2", "text": text}], duplicates="keep")
+    assert again.embedded == 0 and again.cache_hits == 1  # the same tenant never embeds a text twice
+
+
+def test_ids_of_another_tenant_cannot_be_squatted(client: ragd.Ragd, name: str) -> None:
+    a = client.collection(name, tenant="mallory")
+    victim_collection = ids.collection_id("victim", name)
+    future_doc = ids.doc_id(victim_collection, "b1")
+    with client.store.tenant("mallory") as conn:  # a document of mallory's under the id victim's b1 will get
+        conn.execute("INSERT INTO documents (doc_id, tenant_id, collection_id, external_id, source_uri, source_type) "
+                     "VALUES (%s, 'mallory', %s, 'squat', 'x', 'text')", (future_doc, a.collection_id))
+    for statement, error in (  # rows pointing into victim's collection, or creating it first
+        ("INSERT INTO lexical_terms (collection_id, term, tenant_id, df) VALUES (%s, 'volcano', 'mallory', 1)",
+         psycopg.errors.ForeignKeyViolation),
+        ("INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%s, 'mallory')",
+         psycopg.errors.ForeignKeyViolation),
+        ("INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims) "
+         "VALUES (%s, 'mallory', 'x', 'm', 3)", psycopg.errors.InsufficientPrivilege),
+    ):
+        with pytest.raises(error), client.store.tenant("mallory") as conn:
+            conn.execute(statement, (victim_collection,))
+    b = client.collection(name, tenant="victim")
+    assert b.collection_id == victim_collection
+    report = b.ingest(documents=[{"id": "b1", "text": "Victim volcano survey results."}])
+    assert report.count("ingested") == 1, report.failed
+    assert [h.external_id for h in b.search("volcano survey", k=3)] == ["b1"]
+    with client.store.tenant("mallory") as conn:
+        assert conn.execute("SELECT external_id FROM documents WHERE doc_id = %s", (future_doc,)).fetchall() == [
+            ("squat",)]

@@ -72,6 +72,10 @@ class Ragd:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _tenant(self, tenant: str | None) -> str:
+        """The given tenant, or the configured one when none is given; an empty name is an error, not a default."""
+        return check_tenant(self.settings.tenant if tenant is None else tenant)
+
     def _explicit_embedder(self) -> Embedder | None:
         if isinstance(self._embedder, str):
             self._embedder = make_embedder(self._embedder, self.settings)
@@ -86,7 +90,7 @@ class Ragd:
                    policy: ChunkPolicy | None = None) -> Collection:
         """The named collection; created on first use (model and dims fixed then) unless create=False."""
         name = name or self.settings.collection
-        tenant = check_tenant(tenant or self.settings.tenant)
+        tenant = self._tenant(tenant)
         row = self._load(tenant, name)
         explicit = self._explicit_embedder()
         if row is None:
@@ -114,7 +118,7 @@ class Ragd:
 
     def run(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of the tenant, in any collection, with every item."""
-        tenant = check_tenant(tenant or self.settings.tenant)
+        tenant = self._tenant(tenant)
         with self.store.tenant(tenant) as conn:
             cur = conn.execute(queries.GET_RUN, {"prefix": f"{run_id}%"})
             names = [d.name for d in cur.description or ()]
@@ -148,7 +152,7 @@ class Ragd:
             conn.execute(queries.create_hnsw_index(cid, embedder.name, dims))
 
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
-        with self.store.tenant(check_tenant(tenant or self.settings.tenant)) as conn:
+        with self.store.tenant(self._tenant(tenant)) as conn:
             cur = conn.execute(queries.LIST_COLLECTIONS)
             return rows_as_dicts(cur)
 

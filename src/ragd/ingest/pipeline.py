@@ -195,7 +195,7 @@ def embed_cached(col: Collection, texts: Sequence[str], state: _RunState) -> np.
         with col.store.tenant(col.tenant) as conn, conn.cursor() as cur:
             cur.executemany(
                 queries.CACHE_INSERT,
-                [{"embed_model": col.embed_model, "content_hash": h, "embedding": v}
+                [{"tenant_id": col.tenant, "embed_model": col.embed_model, "content_hash": h, "embedding": v}
                  for h, v in zip(missing, vectors)],
             )
         found.update(zip(missing, vectors))

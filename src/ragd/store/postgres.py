@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
+import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -17,6 +21,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..config import Settings
 from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError
 from . import embedded, queries
+
+_log = logging.getLogger(__name__)
+TENANT_ROLE_PREFIX = "ragd_t_"
+# Pools of tenant logins kept open at once; the least recently used is closed beyond this.
+MAX_TENANT_POOLS = 32
 
 
 def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
@@ -40,8 +49,8 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def check_name(kind: str, value: str, max_length: int) -> str:
     """Tenant ids and collection names: the same rule as the schema's CHECK constraints."""
-    pattern = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{max_length - 1}}}$"
-    if not isinstance(value, str) or not re.match(pattern, value):
+    pattern = rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{max_length - 1}}}"
+    if not isinstance(value, str) or not re.fullmatch(pattern, value):
         raise InvalidRequest(
             f"invalid {kind} {value!r}: use 1-{max_length} letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
@@ -51,6 +60,16 @@ def check_name(kind: str, value: str, max_length: int) -> str:
 
 def check_tenant(tenant_id: str) -> str:
     return check_name("tenant id", tenant_id, 64)
+
+
+def tenant_role(secret: str, tenant_id: str) -> str:
+    """The PostgreSQL role of a tenant: a keyed hash, so other tenants cannot tell from pg_roles who exists."""
+    digest = hmac.new(secret.encode(), b"role\x1f" + tenant_id.encode(), "sha256").hexdigest()
+    return TENANT_ROLE_PREFIX + digest[:40]
+
+
+def _role_password(secret: str, role: str) -> str:
+    return hmac.new(secret.encode(), b"login\x1f" + role.encode(), "sha256").hexdigest()
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -71,10 +90,14 @@ class Store:
         if migrate:
             self.migrate()
         self._pool = _pool(url, "ragd-admin", min_size=0)
-        # Tenant sessions log in as ragd_app itself when they can: then no SQL run on them can SET ROLE
-        # back to a privileged user. Otherwise they SET ROLE ragd_app on the admin login (still under RLS).
-        self.app_url = settings.app_database_url or (self._app_login_url() if migrate else None)
-        self._tenant_pool = _pool(self.app_url, "ragd-tenant", min_size=1) if self.app_url else self._pool
+        # Tenant sessions log in as their tenant's own role, so no SQL run on them can become another tenant
+        # (see migration 0006). Where those roles cannot log in, the privileged login takes the tenant's role
+        # for each transaction instead: still under row-level security, but SQL could RESET ROLE out of it.
+        self._secret: str | None = None
+        self._roles: dict[str, str] = {}
+        self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
+        self._tenant_lock = threading.Lock()
+        self.tenant_logins: bool | None = None  # known after the first tenant session
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
@@ -83,26 +106,70 @@ class Store:
         return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
 
     def close(self) -> None:
-        if self._tenant_pool is not self._pool:
-            self._tenant_pool.close()
+        with self._tenant_lock:
+            pools = list(self._tenant_pools.values())
+            self._tenant_pools.clear()
+        for pool in pools:
+            pool.close()
         self._pool.close()
 
-    def _app_login_url(self) -> str | None:
-        """A URL logging in as ragd_app without a password, if this server allows it (trust auth)."""
-        params = conninfo_to_dict(self.url)
-        params.pop("password", None)
-        params["user"] = "ragd_app"
-        candidate = make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
-        try:
-            with psycopg.connect(self.url, autocommit=True) as conn:
-                row = conn.execute(queries.APP_CAN_LOGIN).fetchone()
-                if not (row and row[0]):
-                    conn.execute(queries.ALLOW_APP_LOGIN)
-            with psycopg.connect(candidate, connect_timeout=3) as conn:
-                conn.execute("SELECT 1")
-        except psycopg.Error:
-            return None
-        return candidate
+    # -- tenants ------------------------------------------------------------------------------
+
+    def tenant_role(self, tenant_id: str) -> str:
+        """The tenant's role, creating the tenant and its role on first use."""
+        check_tenant(tenant_id)
+        role = self._roles.get(tenant_id)
+        if role is not None:
+            return role
+        with self.admin() as conn:
+            if self._secret is None:
+                row = conn.execute(queries.READ_SECRET).fetchone()
+                if row is None:
+                    raise MigrationError("the ragd_secret table is empty; run `ragd migrate` on a fresh database")
+                self._secret = str(row[0])
+            role = tenant_role(self._secret, tenant_id)
+            conn.execute(queries.TENANT_ROLE_LOCK)
+            conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant_id})
+            if conn.execute(queries.ROLE_EXISTS, {"role": role}).fetchone() is None:
+                conn.execute(queries.create_tenant_role(role, _role_password(self._secret, role)))
+            conn.execute(queries.MAP_TENANT_ROLE, {"role": role, "tenant_id": tenant_id})
+        self._roles[tenant_id] = role
+        return role
+
+    def _tenant_pool(self, role: str) -> ConnectionPool | None:
+        """The pool logging in as role, or None when tenant roles cannot log in here."""
+        with self._tenant_lock:
+            pool = self._tenant_pools.get(role)
+            if pool is not None:
+                self._tenant_pools.move_to_end(role)
+                return pool
+            if self.tenant_logins is False:
+                return None
+            assert self._secret is not None
+            params = conninfo_to_dict(self.settings.app_database_url or self.url)
+            params.update(user=role, password=_role_password(self._secret, role))
+            url = make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
+            if self.tenant_logins is None:
+                try:
+                    with psycopg.connect(url, connect_timeout=5) as conn:
+                        conn.execute("SELECT 1")
+                    self.tenant_logins = True
+                except psycopg.OperationalError as exc:
+                    self.tenant_logins = False
+                    _log.warning(
+                        "tenant roles cannot log in to %s (%s); tenant sessions take the tenant's role on "
+                        "the privileged login instead, which SQL run inside them could leave. Allow password "
+                        "logins for the ragd_t_* roles in pg_hba.conf (or set RAGD_APP_DATABASE_URL) for "
+                        "isolation that holds against SQL injection.", _redact(self.url), str(exc).strip())
+                    return None
+            pool = _pool(url, "ragd-tenant", min_size=0)
+            self._tenant_pools[role] = pool
+            evicted = []
+            while len(self._tenant_pools) > MAX_TENANT_POOLS:
+                evicted.append(self._tenant_pools.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+        return pool
 
     def __enter__(self) -> Store:
         return self
@@ -132,10 +199,12 @@ class Store:
 
     @contextmanager
     def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction as ragd_app acting for one tenant: row-level security applies."""
-        check_tenant(tenant_id)
-        with self._connection(self._tenant_pool) as conn, conn.transaction():
-            conn.execute(queries.ACT_AS_TENANT, {"tenant_id": tenant_id})
+        """A transaction logged in as the tenant's role: row-level security shows and accepts its rows only."""
+        role = self.tenant_role(tenant_id)
+        pool = self._tenant_pool(role)
+        with self._connection(pool) as conn, conn.transaction():
+            if pool is None:
+                conn.execute(queries.ACT_AS_ROLE, {"role": role})
             yield conn
 
     @contextmanager
@@ -178,8 +247,10 @@ def _pool(url: str, name: str, *, min_size: int) -> ConnectionPool:
 
 
 def _reset(conn: psycopg.Connection[Any]) -> None:
+    """Undo whatever a session SET (role, search_path, ...) before the connection serves again."""
+    conn.execute("RESET ALL")
     conn.execute("RESET ROLE")
-    conn.execute("RESET ragd.tenant_id")
+    conn.execute("SET jit = off")
     conn.commit()
 
 

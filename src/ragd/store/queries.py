@@ -13,10 +13,25 @@ from ..types import Filters
 
 # -- sessions and migrations ---------------------------------------------------------------------
 
-APP_CAN_LOGIN = "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'ragd_app'"
-ALLOW_APP_LOGIN = "ALTER ROLE ragd_app LOGIN"
-# SET LOCAL ROLE ragd_app and the tenant in one round trip (set_config of `role` is SET ROLE)
-ACT_AS_TENANT = "SELECT set_config('role', 'ragd_app', true), set_config('ragd.tenant_id', %(tenant_id)s, true)"
+READ_SECRET = "SELECT secret FROM ragd_secret"
+# Roles are cluster-wide: creating them is serialised across processes (and databases).
+TENANT_ROLE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.tenant_roles'))"
+ROLE_EXISTS = "SELECT 1 FROM pg_roles WHERE rolname = %(role)s"
+MAP_TENANT_ROLE = """
+INSERT INTO tenant_roles (role_name, tenant_id) VALUES (%(role)s, %(tenant_id)s) ON CONFLICT DO NOTHING"""
+# Only when tenant roles cannot log in: the privileged login takes the tenant's role for one transaction.
+ACT_AS_ROLE = "SELECT set_config('role', %(role)s, true)"
+CURRENT_TENANT = "SELECT ragd_tenant()"
+
+
+def create_tenant_role(role: str, password: str) -> sql.Composed:
+    """A login role for one tenant: no privilege of its own beyond ragd_app's, row-level security applies."""
+    return sql.SQL(
+        "CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOREPLICATION "
+        "PASSWORD {password} IN ROLE ragd_app"
+    ).format(role=sql.Identifier(role), password=sql.Literal(password))
+
+
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.migrate'))"
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -82,7 +97,7 @@ UPSERT_DOCUMENT = """
 INSERT INTO documents (doc_id, tenant_id, collection_id, external_id, source_uri, source_type, title, tags, metadata)
 VALUES (%(doc_id)s, %(tenant_id)s, %(collection_id)s, %(external_id)s, %(source_uri)s, %(source_type)s,
         %(title)s, %(tags)s, %(metadata)s)
-ON CONFLICT (doc_id) DO UPDATE SET
+ON CONFLICT (doc_id, tenant_id) DO UPDATE SET
     source_uri = EXCLUDED.source_uri, source_type = EXCLUDED.source_type, title = EXCLUDED.title,
     tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, updated_at = now()
 WHERE (documents.source_uri, documents.source_type, documents.title, documents.tags, documents.metadata)
@@ -116,7 +131,7 @@ VALUES (%(doc_version_id)s, %(tenant_id)s, %(doc_id)s, %(version_label)s, %(cont
 INSERT_MINHASH = """
 INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)
 VALUES (%(doc_version_id)s, %(tenant_id)s, %(collection_id)s, %(doc_id)s, %(signature)s)
-ON CONFLICT (doc_version_id) DO NOTHING"""
+ON CONFLICT DO NOTHING"""
 
 INSERT_MINHASH_BANDS = """
 INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, band_key)
@@ -232,8 +247,8 @@ SELECT content_hash, embedding FROM embedding_cache
 WHERE embed_model = %(embed_model)s AND content_hash = ANY(%(hashes)s)"""
 
 CACHE_INSERT = """
-INSERT INTO embedding_cache (embed_model, content_hash, embedding)
-VALUES (%(embed_model)s, %(content_hash)s, %(embedding)s)
+INSERT INTO embedding_cache (tenant_id, embed_model, content_hash, embedding)
+VALUES (%(tenant_id)s, %(embed_model)s, %(content_hash)s, %(embedding)s)
 ON CONFLICT DO NOTHING"""
 
 # -- runs --------------------------------------------------------------------------------------------
