@@ -13,6 +13,7 @@ import pytest
 
 import ragd
 from ragd.config import Settings
+from ragd.ingest.bounds import Limits
 from ragd.ingest.extract import ExtractOptions
 from ragd.ingest.pipeline import extract_path
 from ragd.types import Block, ExtractedDocument
@@ -27,7 +28,7 @@ WORD = re.compile(r"[0-9a-zà-ÿ]+(?:[.,'][0-9a-zà-ÿ]+)*", re.IGNORECASE)
 
 
 def extract(path: Path) -> ExtractedDocument:
-    docs = list(extract_path(path, 10**9, ExtractOptions()))
+    docs = list(extract_path(path, Limits.from_settings(Settings()), ExtractOptions()))
     assert len(docs) == 1 and isinstance(docs[0], ExtractedDocument), docs
     return docs[0]
 

@@ -24,6 +24,7 @@ from .ingest.extract import ExtractOptions
 from .retrieve.filters import parse_filter_args
 from .store import embedded
 from .store.postgres import Store
+from .types import ITEM_STATUSES
 
 F = TypeVar("F", bound=Callable[..., Any])
 out = Console(highlight=False, soft_wrap=True)
@@ -111,16 +112,19 @@ def main() -> None:
 @click.option("--keep-duplicates", is_flag=True, help="Store documents whose content another document already has.")
 @click.option("--near-duplicates", type=click.FloatRange(0.5, 1.0), default=None,
               help="Whole-document similarity at which a document is a near-duplicate (default 0.9; 1.0: off).")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow links inside a folder that point outside it (default: skip them, each as an item).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @handle_errors
 def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tags: Sequence[str],
            embedder: str | None, id_field: str | None, title_field: str | None, text_field: Sequence[str],
-           keep_duplicates: bool, near_duplicates: float | None, as_json: bool) -> None:
+           keep_duplicates: bool, near_duplicates: float | None, follow_symlinks: bool, as_json: bool) -> None:
     """Ingest files and directories: PDF (scans through OCR), DOCX, PPTX, XLSX, CSV/TSV, HTML, images,
     Markdown, text and JSON/JSONL records."""
     col = open_collection(collection, tenant, embedder, create=True)
     tag_list = sorted({t.strip() for group in tags for t in group.split(",") if t.strip()})
-    options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field))
+    options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field),
+                             follow_symlinks=follow_symlinks)
     with Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=True,
                   disable=as_json or not err.is_terminal) as progress:
@@ -143,13 +147,12 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
 def _print_report(report: Any, collection: str) -> None:
     data = report.as_dict()
     table = Table(title=f"run {data['run_id']} into {collection}: {data['status']} in {data['seconds']:.1f}s")
-    for name in ("ingested", "updated", "unchanged", "duplicate", "failed", "chunks"):
+    for name in (*ITEM_STATUSES, "chunks"):
         table.add_column(name, justify="right")
     counts = data["counts"]
-    table.add_row(*(str(counts[n]) for n in ("ingested", "updated", "unchanged", "duplicate", "failed")),
-                  str(data["chunks"]))
+    table.add_row(*(str(counts[n]) for n in ITEM_STATUSES), str(data["chunks"]))
     out.print(table)
-    notes = [i for i in data["items"] if i["status"] in ("failed", "duplicate")]
+    notes = [i for i in data["items"] if i["status"] in ("failed", "skipped", "duplicate")]
     for item in notes[:50]:
         out.print(f"  {item['status']:<9} {item['external_id'] or item['source_uri']}: {item['reason']}")
     if len(notes) > 50:

@@ -30,7 +30,14 @@ class Settings(BaseSettings):
     cache_entries: int = 1024
     hnsw_ef_search: int = 100
     exact_scan_threshold: int = 5000
-    max_file_bytes: int = 200 * 1024 * 1024
+    max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
+    # Office files (zip) may not unpack to more than this; workbooks may not hold, merge or span more cells
+    max_unzipped_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
+    max_cells: int = Field(default=2_000_000, gt=0)
+    # each file is extracted in a worker process, stopped past this time or memory (isolation off: in-process)
+    extract_isolation: bool = True
+    extract_timeout_s: float = Field(default=600.0, gt=0)
+    extract_memory_mb: int = Field(default=4096, ge=128)
     # whole-document MinHash similarity at or above which a new document is a near-duplicate; 1.0 disables
     near_duplicate_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
 

@@ -80,6 +80,26 @@ class FileTooLarge(IngestError):
     code = "file_too_large"
 
 
+class NotARegularFile(IngestError):
+    """A FIFO, device or socket: reading one could block forever or never end."""
+
+    code = "not_a_regular_file"
+
+
+class ExtractionTimeout(IngestError):
+    code = "timeout"
+
+
+class Skipped(IngestError):
+    """An input deliberately left out (not a failure): the item is recorded as skipped with the reason."""
+
+    code = "skipped"
+
+
+class SymlinkOutside(Skipped):
+    code = "symlink_outside_folder"
+
+
 class EmbeddingError(RagdError):
     code = "embedding_error"
 

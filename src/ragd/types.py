@@ -185,7 +185,8 @@ class Candidate:
         }
 
 
-ItemStatus = Literal["ingested", "updated", "unchanged", "duplicate", "failed"]
+ItemStatus = Literal["ingested", "updated", "unchanged", "duplicate", "skipped", "failed"]
+ITEM_STATUSES: tuple[ItemStatus, ...] = ("ingested", "updated", "unchanged", "duplicate", "skipped", "failed")
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class IngestReport:
             "run_id": str(self.run_id),
             "status": self.status,
             "seconds": round(self.seconds, 3),
-            "counts": {s: self.count(s) for s in ("ingested", "updated", "unchanged", "duplicate", "failed")},
+            "counts": {s: self.count(s) for s in ITEM_STATUSES},
             "chunks": self.chunks,
             "embedded": self.embedded,
             "cache_hits": self.cache_hits,

@@ -10,6 +10,7 @@ from typing import Any
 from ..embed import make_embedder
 from ..engine import Collection, retrieve
 from ..errors import InvalidRequest
+from ..types import ITEM_STATUSES
 from . import metrics
 from .datasets import EvalSet
 
@@ -128,9 +129,9 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
         report = col.ingest([dataset.corpus] if dataset.corpus else [], documents=dataset.documents,
                             near_duplicates=1.0,
                             on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
-        ingest = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
+        ingest: dict[str, Any] = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
                   "cache_hits": report.cache_hits,
-                  **{s: report.count(s) for s in ("ingested", "updated", "unchanged", "duplicate", "failed")}}
+                  **{s: report.count(s) for s in ITEM_STATUSES}}
     else:
         if not collection:
             raise InvalidRequest("a questions file is evaluated against an existing collection: pass --collection")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
+from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\ufeff]")
 _HYPHEN_BREAK = re.compile(r"(\w)-\n(?=[a-z])")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
+# PostgreSQL text and jsonb hold neither NUL nor UTF-16 surrogates (which Python strings can carry: a file name's
+# undecodable bytes, a JSON "\\ud800" escape).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def normalize_text(text: str) -> str:
@@ -45,3 +50,22 @@ def decode_text(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return data.decode("cp1252", errors="replace")
+
+
+def storable(value: Any) -> Any:
+    """value with every string made storable: NUL dropped, lone surrogates replaced by U+FFFD. Walks strings,
+    lists, tuples, dict keys and values, and dataclasses (blocks, documents); returns value itself if clean."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", value) \
+            if _UNSTORABLE.search(value) else value
+    if isinstance(value, (list, tuple)):
+        items = [storable(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(storable(k), storable(v)) for k, v in value.items()]
+        return value if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items())) else dict(pairs)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: storable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        changed = {k: v for k, v in changes.items() if v is not getattr(value, k)}
+        return dataclasses.replace(value, **changed) if changed else value
+    return value

@@ -6,9 +6,11 @@ written and activated in one transaction, and the previous version is retired in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -19,17 +21,31 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import psycopg
 
-from ..errors import CorruptDocument, EmptyDocument, FileTooLarge, IngestError, InvalidRequest, RagdError
+from ..config import Settings
+from ..errors import (
+    CorruptDocument,
+    EmptyDocument,
+    FileTooLarge,
+    IngestError,
+    InvalidRequest,
+    NotARegularFile,
+    RagdError,
+    Skipped,
+    SymlinkOutside,
+)
 from ..ids import chunk_id as make_chunk_id
 from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
 from ..ids import sha256_text
 from ..store import queries
-from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome
-from . import dedupe
+from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
+from . import bounds, dedupe
+from .bounds import Limits
 from .chunk import chunk_blocks
 from .detect import detect
 from .extract import EXTRACTORS, ExtractOptions, Source
+from .normalize import storable
+from .worker import POOL, Worker
 
 if TYPE_CHECKING:
     from ..engine import Collection
@@ -98,44 +114,125 @@ class _RunState:
 # -- sources -----------------------------------------------------------------------------------------
 
 
-def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Path | IngestError]:
-    """Files in argument order; directories walked recursively in sorted order, hidden entries skipped."""
+def expand_paths(paths: Sequence[str | os.PathLike[str]], *,
+                 follow_symlinks: bool = False) -> Iterator[Path | IngestError]:
+    """Files in argument order; directories walked recursively in sorted order, hidden entries skipped.
+
+    A link inside a folder that points outside it is not followed (an item skipped with the reason) unless
+    follow_symlinks; a link to a folder is never walked twice."""
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith("."):
-                        yield Path(root) / name
-        elif path.is_file():
+            yield from _walk(path, follow_symlinks)
+        elif path.exists():
             yield path
         else:
             yield IngestError(f"{raw}: no such file or directory")
 
 
+def _walk(top: Path, follow_symlinks: bool) -> Iterator[Path | IngestError]:
+    root = top.resolve()
+    walked: set[Path] = set()
+    for dirpath, dirs, files in os.walk(top, followlinks=follow_symlinks):
+        here = Path(dirpath)
+        walked.add(here.resolve())
+        kept = []
+        for name in sorted(d for d in dirs if not d.startswith(".")):
+            entry = here / name
+            if entry.is_symlink():
+                target = entry.resolve()
+                if not follow_symlinks:
+                    if not target.is_relative_to(root):
+                        yield _outside(entry, target, top)
+                    continue  # a link within the folder: its target is walked where it is
+                if target in walked:
+                    continue  # a loop, or a folder already walked
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(f for f in files if not f.startswith(".")):
+            entry = here / name
+            if entry.is_symlink() and not follow_symlinks and not entry.resolve().is_relative_to(root):
+                yield _outside(entry, entry.resolve(), top)
+                continue
+            yield entry
+
+
+def _outside(link: Path, target: Path, top: Path) -> SymlinkOutside:
+    return SymlinkOutside(f"{_display(link)}: a link to {_display(target)}, outside {_display(top)}; not followed "
+                          "(ingest the target itself, or pass --follow-symlinks)")
+
+
+def _display(path: Path) -> str:
+    """A path as text that can always be printed and stored (undecodable bytes as \\xNN escapes)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def read_source(path: Path, max_bytes: int) -> Source:
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise FileTooLarge(f"{path.name} is {size} bytes, over the {max_bytes}-byte limit (RAGD_MAX_FILE_BYTES)")
+    """The bytes of a regular file, at most max_bytes. Opened without blocking and checked before reading: a
+    FIFO would block forever, a device (a link to /dev/zero) would never end."""
     resolved = path.resolve()
-    return Source(path=path, data=resolved.read_bytes(), external_id=resolved.as_posix(),
-                  source_uri=resolved.as_uri())
+    fd = os.open(resolved, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(f"{path.name} is not a regular file ({_file_kind(info.st_mode)}); "
+                                  "only regular files are read")
+        if info.st_size > max_bytes:
+            raise FileTooLarge(f"{path.name} is {info.st_size} bytes, over the {max_bytes}-byte limit "
+                               "(RAGD_MAX_FILE_BYTES)")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(f"{path.name} grew past the {max_bytes}-byte limit while it was read (RAGD_MAX_FILE_BYTES)")
+    # a file name that is not valid UTF-8 keeps its bytes visible (and distinct) as \xNN escapes
+    return Source(path=path, data=data, external_id=_display(resolved), source_uri=resolved.as_uri())
 
 
-def extract_path(path: Path, max_bytes: int, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def extract_path(path: Path, limits: Limits, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
     try:
-        source = read_source(path, max_bytes)
+        source = read_source(path, limits.max_file_bytes)
         kind = detect(path, source.data)
         if not source.data.strip():
             raise EmptyDocument(f"{path.name} is empty")
+        bounds.check(kind, path.name, source.data, limits)
         yield from EXTRACTORS[kind].extract(source, options)
     except RagdError as exc:
         yield exc
     except OSError as exc:
-        yield IngestError(f"{path}: cannot read: {exc.strerror or exc}")
+        yield IngestError(f"{_display(path)}: cannot read: {exc.strerror or exc}")
+    except MemoryError:
+        yield FileTooLarge(f"{path.name}: extraction ran out of memory")
     except Exception as exc:  # a parser library choking on a malformed file fails that file only
         yield CorruptDocument(f"{path.name}: could not be extracted ({type(exc).__name__}: {exc})")
+
+
+class _Extraction:
+    """Extracts files one by one, in a worker process under the time and memory limits when isolation is on."""
+
+    def __init__(self, settings: Settings, options: ExtractOptions):
+        self.limits = Limits.from_settings(settings)
+        self.isolated = settings.extract_isolation
+        self.options = options
+        self._worker: Worker | None = None
+
+    def __call__(self, path: Path) -> Iterable[ExtractedDocument | Exception]:
+        if not self.isolated:
+            return extract_path(path, self.limits, self.options)
+        if self._worker is None or not self._worker.alive:
+            self._worker = POOL.take(self.limits)
+        return self._worker.extract(path, self.options)
+
+    def close(self) -> None:
+        if self._worker is not None:
+            POOL.give_back(self._worker)
+            self._worker = None
 
 
 # -- preparation -------------------------------------------------------------------------------------
@@ -150,6 +247,10 @@ def content_hash(doc: ExtractedDocument) -> str:
 
 def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[str],
             metadata: dict[str, Any]) -> _Prepared:
+    clean = storable(doc)
+    if clean is not doc:
+        doc = dataclasses.replace(clean, warnings=(*clean.warnings, "characters PostgreSQL cannot store (NUL, lone "
+                                                   "surrogates) were dropped or replaced by U+FFFD"))
     doc_id = make_doc_id(col.collection_id, doc.external_id)
     chunks, warnings = chunk_blocks(doc.blocks, col.policy, col.counter, doc_id=str(doc_id))
     if not chunks:
@@ -378,13 +479,14 @@ def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared],
     try:
         _commit(col, state, batch, duplicates, started)
         return
-    except (psycopg.Error, RagdError) as exc:
+    except Exception as exc:  # of any kind: isolate the item that caused it
         if len(batch) == 1:
             p = batch[0]
-            code = getattr(exc, "code", None) if isinstance(exc, RagdError) else "store_error"
+            code = exc.code if isinstance(exc, RagdError) else (
+                "store_error" if isinstance(exc, psycopg.Error) else "unexpected_error")
             _fail(state, p.item_index, ItemOutcome(source_uri=p.doc.source_uri, status="failed",
                                                    external_id=p.doc.external_id, doc_id=p.doc_id,
-                                                   reason=f"store: {str(exc).strip()}", error_code=code))
+                                                   reason=storable(f"store: {str(exc).strip()}"), error_code=code))
             return
         if isinstance(exc, RagdError) and exc.code in ("provider_unavailable", "model_not_available",
                                                         "dimension_mismatch", "database_unavailable"):
@@ -400,8 +502,13 @@ def _fail(state: _RunState, index: int, outcome: ItemOutcome) -> None:
 
 
 def _failure(source_uri: str, exc: Exception) -> ItemOutcome:
-    code = exc.code if isinstance(exc, RagdError) else "ingest_error"
-    return ItemOutcome(source_uri=source_uri, status="failed", reason=str(exc), error_code=code)
+    """A failed (or skipped) item's outcome: a code and a one-line reason, whatever the exception."""
+    if isinstance(exc, RagdError):
+        status: ItemStatus = "skipped" if isinstance(exc, Skipped) else "failed"
+        return ItemOutcome(source_uri=storable(source_uri), status=status, reason=storable(str(exc)),
+                           error_code=exc.code)
+    return ItemOutcome(source_uri=storable(source_uri), status="failed", error_code="unexpected_error",
+                       reason=storable(f"{type(exc).__name__}: {exc}"))
 
 
 def run_ingest(
@@ -429,8 +536,9 @@ def run_ingest(
         conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
                                           "collection_id": col.collection_id, "config": json.dumps(config)})
     stage = "extract"
+    extraction = _Extraction(col.settings, options)
     try:
-        sources: list[Path | IngestError] = list(expand_paths(paths or ()))
+        sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
         extra = list(documents)
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
@@ -443,7 +551,7 @@ def run_ingest(
                 return
             try:
                 batch.append(prepare(col, doc, index, tags, metadata or {}))
-            except RagdError as exc:
+            except Exception as exc:  # of any kind: this item fails, the run goes on
                 _fail(state, index, _failure(doc.source_uri, exc))
             if len(batch) >= BATCH_DOCS:
                 _commit_isolating(col, state, batch, duplicates, started)
@@ -453,10 +561,10 @@ def run_ingest(
             if isinstance(src, IngestError):
                 add(src, str(src).split(":")[0])
             else:
-                for doc in extract_path(src, col.settings.max_file_bytes, options):
-                    add(doc, src.resolve().as_uri() if src.exists() else str(src))
+                for doc in extraction(src):
+                    add(doc, src.absolute().as_uri())  # a failure names the path as walked, not a link's target
             if on_progress:
-                on_progress(done, total, src.name if isinstance(src, Path) else "")
+                on_progress(done, total, _display(Path(src.name)) if isinstance(src, Path) else "")
         for done, doc in enumerate(extra, start=len(sources) + 1):
             add(doc, doc.source_uri)
             if on_progress:
@@ -468,6 +576,8 @@ def run_ingest(
     except BaseException as exc:
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
         raise
+    finally:
+        extraction.close()
     outcomes = state.outcomes
     failed = sum(1 for o in outcomes if o.status == "failed")
     status = "failed" if outcomes and failed == len(outcomes) else "succeeded"

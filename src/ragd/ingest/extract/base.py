@@ -24,6 +24,7 @@ class ExtractOptions:
     id_field: str | None = None  # JSON records: default tries _id, id, doc_id
     title_field: str | None = None  # default: title
     text_fields: tuple[str, ...] = ()  # default: text, content, body
+    follow_symlinks: bool = False  # folders: follow links that point outside the folder given
 
 
 class Extractor(Protocol):

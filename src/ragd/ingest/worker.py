@@ -1,0 +1,161 @@
+"""Extraction in a child process under a wall-clock and memory budget.
+
+A parser that loops or swells on one hostile file (a page of a million glyphs, a decompression bomb, a 150 MB
+Markdown file) is killed when it overruns, its item is recorded as failed (`timeout`, `file_too_large`), and the
+run goes on with a fresh worker. Workers are spawned (not forked: the parent holds threads and connections),
+kept between runs and reused, so the import cost is paid once per process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..errors import CorruptDocument, ExtractionTimeout, FileTooLarge, IngestError
+from ..types import ExtractedDocument
+from .bounds import Limits
+from .extract import ExtractOptions
+
+POLL_S = 0.05
+STARTUP_S = 120
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class Worker:
+    """One child process serving extraction requests over a pipe, one at a time."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, limits), name="ragd-extract", daemon=True)
+        self._proc.start()
+        child.close()
+        self._busy = False
+        # the clock of the first item starts once the worker has imported the extractors
+        if not self._conn.poll(STARTUP_S) or self._conn.recv() != "ready":
+            self.kill()
+            raise IngestError(f"the extraction worker did not start within {STARTUP_S} s")
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.is_alive()
+
+    @property
+    def reusable(self) -> bool:
+        """Alive and not left mid-request (an interrupted caller): its next answer would be a stale one."""
+        return self.alive and not self._busy
+
+    def extract(self, path: Path, options: ExtractOptions) -> list[ExtractedDocument | Exception]:
+        """The documents of one file, or one exception saying why there are none. On an overrun the worker is
+        killed (and `alive` is False afterwards)."""
+        self._conn.send((path, options))
+        self._busy = True
+        started = time.monotonic()
+        while True:
+            if self._conn.poll(POLL_S):
+                try:
+                    result: list[ExtractedDocument | Exception] = self._conn.recv()
+                    self._busy = False
+                    return result
+                except (EOFError, OSError):
+                    pass  # the worker died mid-answer: reported below
+            if not self._proc.is_alive():
+                self._proc.join()
+                return [CorruptDocument(f"{path.name}: the extraction process died (exit code "
+                                        f"{self._proc.exitcode}) reading it")]
+            if time.monotonic() - started > self.limits.timeout_s:
+                self.kill()
+                return [ExtractionTimeout(f"{path.name}: extraction took longer than {self.limits.timeout_s:g} s "
+                                          "and was stopped (RAGD_EXTRACT_TIMEOUT_S)")]
+            rss = _rss_mb(self._proc.pid)
+            if rss is not None and rss > self.limits.memory_mb:
+                self.kill()
+                return [FileTooLarge(f"{path.name}: extraction needed more than {self.limits.memory_mb} MB of "
+                                     "memory and was stopped (RAGD_EXTRACT_MEMORY_MB)")]
+
+    def kill(self) -> None:
+        self._proc.kill()
+        self._proc.join()
+        self._conn.close()
+
+    def close(self) -> None:
+        if self._proc.is_alive():
+            try:
+                self._conn.send(None)
+                self._proc.join(timeout=2)
+            except (OSError, ValueError):
+                pass
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._conn.close()
+
+
+def _serve(conn: Connection, limits: Limits) -> None:
+    """The child: extract each requested file and send back the whole list."""
+    from .pipeline import extract_path
+
+    if not sys.platform.startswith("linux"):  # no /proc to watch from the parent: the kernel enforces it
+        import resource
+
+        cap = limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    conn.send("ready")
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        path, options = request
+        results: list[Any] = list(extract_path(path, limits, options))
+        conn.send(results)
+
+
+def _rss_mb(pid: int | None) -> float | None:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE / (1024 * 1024)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class WorkerPool:
+    """Idle workers kept for the next run, per set of limits; closed when the process exits."""
+
+    def __init__(self) -> None:
+        self._idle: list[Worker] = []
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def take(self, limits: Limits) -> Worker:
+        with self._lock:
+            for i, worker in enumerate(self._idle):
+                if worker.limits == limits and worker.alive:
+                    return self._idle.pop(i)
+        return Worker(limits)
+
+    def give_back(self, worker: Worker) -> None:
+        if not worker.reusable:
+            worker.close()
+            return
+        with self._lock:
+            self._idle.append(worker)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+
+POOL = WorkerPool()

@@ -1,0 +1,110 @@
+"""Hostile and broken inputs fail (or are skipped) alone, with a code and a reason; the rest of the run goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import ragd
+from ragd.ingest.extract import ExtractOptions
+from ragd.types import ItemOutcome
+
+from .conftest import run_cli
+
+
+def _by_name(report: ragd.IngestReport) -> dict[str, ItemOutcome]:
+    return {Path(o.external_id or o.source_uri).name: o for o in report.items}
+
+
+def test_a_file_name_that_is_not_utf8_is_ingested_with_its_bytes_escaped(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    (tmp_path / "good.txt").write_text("Apples grow on trees in the orchard.\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"bad\xff\xfename.txt"), "wb") as handle:
+        handle.write(b"Pears ripen in the late summer sun.\n")
+    col = client.collection(name)
+    report = col.ingest([tmp_path])
+    assert report.count("ingested") == 2, report.items
+    assert any(o.external_id.endswith("/bad\\xff\\xfename.txt") for o in report.items if o.external_id)
+    assert [h.content for h in col.search("pears ripen", k=1)] == ["Pears ripen in the late summer sun."]
+    assert col.ingest([tmp_path]).count("unchanged") == 2  # and a re-run finds them unchanged
+
+
+def test_characters_postgresql_cannot_store_cost_only_themselves(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join([
+        '{"id": "n1", "text": "\\ud800"}',
+        '{"id": "n2", "text": "Alpha \\udfff beta\\u0000gamma", "metadata": {"k\\u0000": "v\\ud800"}}',
+        '{"id": "n3", "text": "A perfectly ordinary record about lighthouses."}',
+    ]) + "\n")
+    col = client.collection(name)
+    report = col.ingest([records])
+    assert not report.failed, report.failed
+    outcomes = {o.external_id: o for o in report.items}
+    assert set(outcomes) == {"n1", "n2", "n3"}
+    assert "U+FFFD" in (outcomes["n2"].reason or "")
+    assert [h.content for h in col.search("alpha", k=1, fusion="lexical")] == ["Alpha \ufffd betagamma"]
+    assert col.document("n2")["metadata"] == {"k": "v\ufffd"}
+    assert [h.external_id for h in col.search("lighthouses", k=1)] == ["n3"]
+
+
+def test_fifos_and_devices_are_not_read(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_text("Cherries are harvested in June.\n")
+    os.mkfifo(folder / "pipe.txt")  # reading it would block forever
+    (folder / "zero.txt").symlink_to("/dev/zero")  # stat size 0, reading it never ends
+    col = client.collection(name)
+    report = col.ingest([folder], options=ExtractOptions(follow_symlinks=True))
+    items = _by_name(report)
+    assert items["good.txt"].status == "ingested"
+    assert (items["pipe.txt"].status, items["pipe.txt"].error_code) == ("failed", "not_a_regular_file")
+    assert "FIFO" in (items["pipe.txt"].reason or "")
+    assert (items["zero.txt"].status, items["zero.txt"].error_code) == ("failed", "not_a_regular_file")
+    assert "character device" in (items["zero.txt"].reason or "")
+    named = col.ingest([folder / "zero.txt"])  # named on the command line: followed, still refused
+    assert [o.error_code for o in named.items] == ["not_a_regular_file"]
+
+
+def test_links_out_of_an_ingested_folder_are_skipped_unless_asked(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("The payroll password is swordfish.\n")
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "notes.txt").write_text("Plums are stone fruit.\n")
+    (folder / "passwd.txt").symlink_to(outside / "secret.txt")
+    (folder / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (folder / "again").symlink_to(folder / "sub", target_is_directory=True)  # inside: walked where it is
+    (folder / "sub" / "loop").symlink_to(folder, target_is_directory=True)
+    col = client.collection(name)
+    report = col.ingest([folder])
+    items = _by_name(report)
+    assert report.status == "succeeded" and not report.failed
+    assert items["notes.txt"].status == "ingested"
+    for link in ("passwd.txt", "elsewhere"):
+        assert (items[link].status, items[link].error_code) == ("skipped", "symlink_outside_folder")
+        assert "outside" in (items[link].reason or "") and "--follow-symlinks" in (items[link].reason or "")
+    assert report.count("skipped") == 2 and len(report.items) == 3
+    assert col.search("payroll password", k=3, fusion="lexical") == []
+    followed = col.ingest([folder], options=ExtractOptions(follow_symlinks=True))
+    assert followed.count("ingested") == 1 and not followed.failed  # the secret; the loop is walked once
+    assert [h.content for h in col.search("payroll password", k=1)] == ["The payroll password is swordfish."]
+    with client.store.tenant(col.tenant) as conn:
+        item = conn.execute("SELECT status, error_code FROM ingestion_items WHERE run_id = %s AND status = 'skipped' "
+                            "ORDER BY item_index LIMIT 1", (report.run_id,)).fetchone()
+    assert tuple(item) == ("skipped", "symlink_outside_folder")
+
+
+def test_the_cli_reports_skipped_links_and_exits_zero(cli_env: dict[str, str], name: str, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("Outside the folder.\n")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Inside the folder.\n")
+    (folder / "link.txt").symlink_to(tmp_path / "secret.txt")
+    result = run_cli(["ingest", str(folder), "--collection", name, "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["counts"]["skipped"] == 1 and data["counts"]["ingested"] == 1
