@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 import uuid
@@ -11,14 +12,14 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .config import Settings
+from .config import Settings, load_settings
 from .errors import InvalidRequest, RagdError
 from .ingest.extract import ExtractOptions
 from .retrieve.filters import parse_filter_args
@@ -56,20 +57,55 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: st
     out.print(table)
 
 
+INTERNAL_EXIT = 1
+
+
+def fail(code: str, message: str, exit_code: int) -> NoReturn:
+    """Every error the CLI reports: one line on stderr, the documented exit code."""
+    line = " ".join(str(message).split())
+    click.echo(f"error ({code}): {line if len(line) <= 1000 else line[:995] + ' […]'}", err=True)
+    sys.exit(exit_code)
+
+
 def handle_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except RagdError as exc:
-            click.echo(f"error ({exc.code}): {exc}", err=True)
-            sys.exit(exc.exit_code)
+            fail(exc.code, str(exc), exc.exit_code)
+        except click.ClickException:
+            raise
+        except Exception as exc:  # a bug: still one line, the traceback only when asked for
+            if os.environ.get("RAGD_DEBUG"):
+                raise
+            fail("internal", f"{type(exc).__name__}: {exc} (set RAGD_DEBUG=1 for the traceback)", INTERNAL_EXIT)
 
     return wrapper  # type: ignore[return-value]
 
 
+class Cli(click.Group):
+    """The `ragd` group: bad usage (an unknown option, a value of the wrong type) is one line and exit 2, not
+    click's usage block."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(0)
+        except click.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+            fail("bad_request", exc.format_message() + hint, 2)
+        except click.ClickException as exc:
+            fail("bad_request", exc.format_message(), exc.exit_code)
+        except click.exceptions.Abort:
+            fail("aborted", "interrupted", 130)
+
+
 def settings_for(embedder: str | None = None) -> Settings:
-    return Settings(embedder=embedder) if embedder else Settings()
+    return load_settings(embedder=embedder) if embedder else load_settings()
 
 
 def open_client(embedder: str | None = None) -> Any:
@@ -92,7 +128,7 @@ def common(func: F) -> F:
     return func
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ragd")
 def main() -> None:
     """ragd: deterministic retrieval-augmented generation on PostgreSQL + pgvector."""
@@ -141,7 +177,8 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
     else:
         _print_report(report, col.name)
     if report.failed:
-        sys.exit(1)
+        fail("items_failed", f"{len(report.failed)} of {len(report.items)} items failed; the others are stored "
+             f"(`ragd runs show {report.run_id}`)", 1)
 
 
 def _print_report(report: Any, collection: str) -> None:
@@ -238,6 +275,8 @@ def eval_command(path: Path, plans: str, collection: str | None, tenant: str | N
 
     gates = [_parse_gate(g) for g in fail_under]
     names = [p.strip() for p in plans.split(",") if p.strip()]
+    if not names:
+        raise InvalidRequest(f"--plans {plans!r} names no plan; e.g. --plans lexical,vector,rrf,weighted")
     dataset = load(path).head(max_queries)
     client = open_client(embedder)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
@@ -449,7 +488,7 @@ def db() -> None:
 @handle_errors
 def db_start() -> None:
     """Start the embedded server (it keeps running until `ragd db stop`)."""
-    settings = Settings()
+    settings = load_settings()
     url = embedded.start(settings.pgdata)
     out.print(f"running: {url}")
 
@@ -458,7 +497,7 @@ def db_start() -> None:
 @handle_errors
 def db_stop() -> None:
     """Stop the embedded server."""
-    stopped = embedded.stop(Settings().pgdata)
+    stopped = embedded.stop(load_settings().pgdata)
     out.print("stopped" if stopped else "not running")
 
 
@@ -467,7 +506,7 @@ def db_stop() -> None:
 @handle_errors
 def db_status(as_json: bool) -> None:
     """Whether the embedded server runs (exit 0) or not (exit 1)."""
-    settings = Settings()
+    settings = load_settings()
     st = embedded.status(settings.pgdata)
     if as_json:
         emit_json({"running": st.running, "pgdata": st.pgdata, "pid": st.pid, "external": bool(settings.database_url)})
@@ -483,7 +522,7 @@ def db_status(as_json: bool) -> None:
 @handle_errors
 def db_url() -> None:
     """Print the database URL ragd uses (starts the embedded server if needed)."""
-    settings = Settings()
+    settings = load_settings()
     click.echo(settings.database_url or embedded.start(settings.pgdata))
 
 
@@ -491,7 +530,7 @@ def db_url() -> None:
 @handle_errors
 def migrate() -> None:
     """Apply pending schema migrations."""
-    store = Store.open(Settings(), migrate=False)
+    store = Store.open(load_settings(), migrate=False)
     try:
         applied = store.migrate()
         note = f" (applied {applied})" if applied else " (up to date)"

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigError
 
 
 class Settings(BaseSettings):
@@ -28,8 +31,8 @@ class Settings(BaseSettings):
     onnx_threads: int = 0  # 0: one per core
     cache_ttl_s: float = 300.0  # search result cache; 0 disables it
     cache_entries: int = 1024
-    hnsw_ef_search: int = 100
-    exact_scan_threshold: int = 5000
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    exact_scan_threshold: int = Field(default=5000, ge=0)
     max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
     # Office files (zip) may not unpack to more than this; workbooks may not hold, merge or span more cells
     max_unzipped_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
@@ -48,3 +51,16 @@ class Settings(BaseSettings):
     @property
     def artifacts(self) -> Path:
         return self.home / "artifacts"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment (and overrides), a bad value reported as one ConfigError line that names
+    its RAGD_ variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"])
+            problems.append(f"RAGD_{field.upper()}={error.get('input')!r}: {error['msg']}")
+        raise ConfigError("bad configuration: " + "; ".join(problems)) from exc

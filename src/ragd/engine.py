@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import ids
-from .config import Settings
+from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
 from .embed.base import TokenCounter
 from .errors import (
@@ -89,7 +89,7 @@ class Ragd:
     def collection(self, name: str | None = None, *, tenant: str | None = None, create: bool = True,
                    policy: ChunkPolicy | None = None) -> Collection:
         """The named collection; created on first use (model and dims fixed then) unless create=False."""
-        name = name or self.settings.collection
+        name = check_name("collection name", self.settings.collection if name is None else name, 128)
         tenant = self._tenant(tenant)
         row = self._load(tenant, name)
         explicit = self._explicit_embedder()
@@ -352,7 +352,7 @@ def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
 def connect(url: str | None = None, *, settings: Settings | None = None,
             embedder: Embedder | str | None = None) -> Ragd:
     """Open ragd: `url`, else RAGD_DATABASE_URL, else the embedded server under RAGD_HOME. Migrates on first use."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
     return Ragd(Store.open(settings, url), settings, embedder)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import Settings
+from ..config import Settings, load_settings
 from ..errors import ConfigError
 from .base import Embedder, TokenCounter, default_token_counter
 from .hashing import HashingEmbedder
@@ -20,15 +20,25 @@ __all__ = [
 ]
 
 
+MAX_DIMS = 2000  # pgvector's HNSW index holds vectors of at most 2,000 dimensions
+
+
+def _dims(spec: str, dims: int) -> int:
+    if not 1 <= dims <= MAX_DIMS:
+        raise ConfigError(f"embedder {spec!r}: {dims} dimensions; use 1 to {MAX_DIMS} (the most pgvector's HNSW "
+                          "index holds)")
+    return dims
+
+
 def make_embedder(spec: str, settings: Settings | None = None) -> Embedder:
     """`bge-small-en` (default, local ONNX), `hash` or `hash:DIMS`, `openai:MODEL[:DIMS]`."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
     kind, _, rest = spec.strip().partition(":")
     if kind in ("bge-small-en", "bge", "default", "onnx"):
         return OnnxEmbedder(batch_size=settings.onnx_batch_size, threads=settings.onnx_threads)
     if kind in ("hash", "hash-v1"):
         try:
-            return HashingEmbedder(int(rest) if rest else 384)
+            return HashingEmbedder(_dims(spec, int(rest)) if rest else 384)
         except ValueError as exc:
             raise ConfigError(f"bad hashing embedder spec {spec!r}: use hash or hash:DIMS") from exc
     if kind == "openai" and rest:
@@ -37,7 +47,7 @@ def make_embedder(spec: str, settings: Settings | None = None) -> Embedder:
             model,
             base_url=settings.openai_base_url,
             api_key=settings.openai_api_key,
-            dims=int(dims) if dims.isdigit() else None,
+            dims=_dims(spec, int(dims)) if dims.isdigit() else None,
             timeout_s=settings.embed_timeout_s,
             max_retries=settings.embed_max_retries,
         )

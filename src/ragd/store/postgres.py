@@ -18,7 +18,7 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..config import Settings
+from ..config import Settings, load_settings
 from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError
 from . import embedded, queries
 
@@ -101,7 +101,7 @@ class Store:
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
-        settings = settings or Settings()
+        settings = settings or load_settings()
         resolved, is_embedded = resolve_url(settings, url)
         return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
 
@@ -181,6 +181,9 @@ class Store:
         try:
             with psycopg.connect(self.url, connect_timeout=5) as conn:
                 conn.execute("SELECT 1")
+        except psycopg.ProgrammingError as exc:  # not a connection string at all
+            raise DatabaseUnavailable(f"the database URL {_redact(self.url)!r} is not valid: {str(exc).strip()}; "
+                                      "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE") from exc
         except psycopg.OperationalError as exc:
             where = "the embedded server" if self.embedded else "RAGD_DATABASE_URL"
             raise DatabaseUnavailable(
