@@ -61,7 +61,7 @@ def arguments(command: click.Command) -> list[str]:
 
 
 WALK = [(path, args) for path, command in commands() if path != ("db", "stop")
-        for args in ([["--no-such-option"]] + list(bad_values(command)))]
+        for args in [["--no-such-option"], *bad_values(command)]]
 
 
 @pytest.mark.parametrize(("path", "args"), WALK, ids=[" ".join((*p, *a)).replace("\n", "\\n") for p, a in WALK])
