@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo test setup bench lint quality clean
+.PHONY: demo test setup bench lint quality conformance clean
 SCIFACT ?= ../shared/data/beir/scifact
 # BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
 LEXICAL_FLOOR ?= 0.685
@@ -32,6 +32,12 @@ quality: setup
 	@home=$$(mktemp -d); \
 	RAGD_HOME=$$home $(BIN)/ragd eval $(SCIFACT) --plans lexical --embedder hash \
 		--fail-under lexical:ndcg@10=$(LEXICAL_FLOOR) --out $$home/eval; rc=$$?; \
+	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
+
+## Conformance with the golden data of the spec version, in a throw-away RAGD_HOME: prints a pass/fail table.
+conformance: setup
+	@home=$$(mktemp -d); \
+	RAGD_HOME=$$home $(BIN)/ragd conformance; rc=$$?; \
 	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
 
 bench: setup

@@ -346,6 +346,38 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
     out.print("written: " + ", ".join(outputs.values()))
 
 
+# -- conformance ---------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--embedder", "-e", "embedders", multiple=True, type=click.Choice(["hash", "bge-small-en"]),
+              help="Check only this embedder's golden data (repeatable; default: both).")
+@click.option("--pin", type=click.Path(path_type=Path), hidden=True,
+              help="Write the golden file from this installation (when the spec version changes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@handle_errors
+def conformance(embedders: Sequence[str], pin: Path | None, as_json: bool) -> None:
+    """Check this installation against the golden data of the spec version: chunk ids and hashes of a fixed
+    corpus, probe vectors, and each plan's top results for fixed queries (tenant 'conformance')."""
+    from . import conformance as suite
+
+    client = open_client()
+    if pin is not None:
+        suite.pin(client, pin)
+        out.print(f"pinned: {pin}")
+        return
+    report = suite.run(client, tuple(embedders) or suite.EMBEDDERS)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        print_table(("check", "result", "detail"),
+                    ((c.name, "pass" if c.passed else "FAIL", c.detail) for c in report.checks),
+                    title=f"conformance with spec v{report.spec_version}: {'pass' if report.passed else 'FAIL'}")
+    if not report.passed:
+        failed = sum(1 for c in report.checks if not c.passed)
+        fail("conformance_failed", f"{failed} of {len(report.checks)} checks failed", QUALITY_EXIT)
+
+
 # -- documents -----------------------------------------------------------------------------------------
 
 
