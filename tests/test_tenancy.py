@@ -187,3 +187,15 @@ def test_ids_of_another_tenant_cannot_be_squatted(client: ragd.Ragd, name: str) 
     with client.store.tenant("mallory") as conn:
         assert conn.execute("SELECT external_id FROM documents WHERE doc_id = %s", (future_doc,)).fetchall() == [
             ("squat",)]
+
+
+def test_catalog_views_show_nothing_of_another_tenant(client: ragd.Ragd, two_tenants: Any) -> None:
+    with client.store.admin() as conn:
+        conn.execute("ANALYZE chunks")  # statistics (most common values) cover every tenant's rows
+    with client.store.tenant("victim") as busy, client.store.tenant("mallory") as conn:
+        busy.execute("SELECT 'victim-secret-query', pg_sleep(0)")  # victim's session, open and visible to the server
+        assert conn.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'chunks'").fetchone()[0] == 0
+        queries = [r[0] or "" for r in conn.execute("SELECT query FROM pg_stat_activity")]
+        assert queries and not any("victim-secret-query" in q for q in queries)
+        texts = [r[0] or "" for r in conn.execute("SELECT query FROM pg_stat_activity WHERE usename = current_user")]
+        assert any("pg_stat_activity" in q for q in texts)  # its own sessions it does see
