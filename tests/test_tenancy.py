@@ -199,3 +199,28 @@ def test_catalog_views_show_nothing_of_another_tenant(client: ragd.Ragd, two_ten
         assert queries and not any("victim-secret-query" in q for q in queries)
         texts = [r[0] or "" for r in conn.execute("SELECT query FROM pg_stat_activity WHERE usename = current_user")]
         assert any("pg_stat_activity" in q for q in texts)  # its own sessions it does see
+
+
+def test_many_tenants_keep_a_bounded_number_of_pools(client: ragd.Ragd) -> None:
+    from ragd.store.postgres import MAX_TENANT_POOLS
+
+    for i in range(MAX_TENANT_POOLS + 4):
+        with client.store.tenant(f"many-{i}") as conn:
+            assert conn.execute("SELECT ragd_tenant()").fetchone()[0] == f"many-{i}"
+    assert client.store.tenant_pools <= MAX_TENANT_POOLS
+    with client.store.tenant("many-0") as conn:  # a tenant whose pool was closed logs in again
+        assert conn.execute("SELECT ragd_tenant(), current_user = session_user").fetchone() == ("many-0", True)
+
+
+def test_what_a_session_leaves_behind_is_gone_before_its_connection_serves_again(
+        client: ragd.Ragd, two_tenants: Any) -> None:
+    with client.store.tenant("mallory") as conn:
+        real = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        conn.execute("CREATE TEMP TABLE chunks (tenant_id text)")  # would shadow the real table
+        conn.execute("SET search_path = pg_temp")
+        conn.execute("SELECT pg_advisory_lock(42)")
+    for _ in range(12):  # more sessions than the tenant's pool has connections: each is reused
+        with client.store.tenant("mallory") as conn:
+            assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == real
+            assert conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                "AND pid = pg_backend_pid()").fetchone()[0] == 0

@@ -24,8 +24,10 @@ from . import embedded, queries
 
 _log = logging.getLogger(__name__)
 TENANT_ROLE_PREFIX = "ragd_t_"
-# Pools of tenant logins kept open at once; the least recently used is closed beyond this.
-MAX_TENANT_POOLS = 32
+# Pools of tenant logins kept open at once (the least recently used is closed beyond this), each of at most
+# TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
+MAX_TENANT_POOLS = 16
+TENANT_POOL_SIZE = 4
 
 
 def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
@@ -115,6 +117,11 @@ class Store:
 
     # -- tenants ------------------------------------------------------------------------------
 
+    @property
+    def tenant_pools(self) -> int:
+        """How many tenant login pools are open (at most MAX_TENANT_POOLS)."""
+        return len(self._tenant_pools)
+
     def tenant_role(self, tenant_id: str) -> str:
         """The tenant's role, creating the tenant and its role on first use."""
         check_tenant(tenant_id)
@@ -162,7 +169,7 @@ class Store:
                         "logins for the ragd_t_* roles in pg_hba.conf (or set RAGD_APP_DATABASE_URL) for "
                         "isolation that holds against SQL injection.", _redact(self.url), str(exc).strip())
                     return None
-            pool = _pool(url, "ragd-tenant", min_size=0)
+            pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60)
             self._tenant_pools[role] = pool
             evicted = []
             while len(self._tenant_pools) > MAX_TENANT_POOLS:
@@ -244,16 +251,17 @@ class Store:
         return int(row[0]) if row and row[0] is not None else 0
 
 
-def _pool(url: str, name: str, *, min_size: int) -> ConnectionPool:
-    return ConnectionPool(url, min_size=min_size, max_size=8, configure=_configure, reset=_reset,
-                          check=ConnectionPool.check_connection, open=True, timeout=30, name=name)
+def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600) -> ConnectionPool:
+    return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle, configure=_configure,
+                          reset=_reset, check=ConnectionPool.check_connection, open=True, timeout=30, name=name)
 
 
 def _reset(conn: psycopg.Connection[Any]) -> None:
-    """Undo whatever a session SET (role, search_path, ...) before the connection serves again."""
-    conn.execute("RESET ALL")
-    conn.execute("RESET ROLE")
-    conn.execute("SET jit = off")
+    """Undo whatever SQL in a session left behind (settings, role, temporary tables that would shadow ragd's own,
+    listeners, session advisory locks) before the connection serves again."""
+    for statement in ("RESET ALL", "RESET ROLE", "DISCARD TEMP", "UNLISTEN *", "SELECT pg_advisory_unlock_all()",
+                      "SET jit = off"):
+        conn.execute(statement)
     conn.commit()
 
 
