@@ -5,6 +5,9 @@ of the same run are stored."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +120,17 @@ def test_a_runaway_extraction_is_stopped_and_the_run_goes_on(
     assert "RAGD_EXTRACT_TIMEOUT_S" in reasons["a_glyphs.pdf"]
     assert "400 MB" in reasons["b_swell.json"]
     assert [h.external_id.rsplit("/", 1)[-1] for h in col.search("pollinated by wasps", k=1)] == ["d_good.md"]
+
+
+def test_a_script_without_a_main_guard_can_ingest_files(cli_env: dict[str, str], name: str, tmp_path: Path) -> None:
+    """The extraction worker must not run the caller's script again (as multiprocessing's spawn would)."""
+    (tmp_path / "note.txt").write_text("Quinces are fragrant when ripe.\n")
+    script = tmp_path / "user_script.py"
+    script.write_text("import ragd\n"
+                      f"report = ragd.connect().collection({name!r}).ingest([{str(tmp_path / 'note.txt')!r}])\n"
+                      "print('RAN', report.count('ingested'), len(report.failed))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                            env={**env, **cli_env})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n").count("RAN 1 0") == 1 and "Traceback" not in result.stderr

@@ -2,15 +2,18 @@
 
 A parser that loops or swells on one hostile file (a page of a million glyphs, a decompression bomb, a 150 MB
 Markdown file) is killed when it overruns, its item is recorded as failed (`timeout`, `file_too_large`), and the
-run goes on with a fresh worker. Workers are spawned (not forked: the parent holds threads and connections),
-kept between runs and reused, so the import cost is paid once per process.
+run goes on with a fresh worker. Workers are started as `python -c ...serve(fd)` (not forked: the parent
+holds threads and connections; not multiprocessing's spawn, which would run the caller's own script again in the
+child), talk over a socket pair, and are kept between runs, so the import cost is paid once per process.
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
+import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -33,20 +36,30 @@ class Worker:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, limits), name="ragd-extract", daemon=True)
-        self._proc.start()
-        child.close()
+        mine, theirs = socket.socketpair()
+        self._proc = subprocess.Popen(
+            # -P: nothing from the current folder shadows ragd in the worker
+            [sys.executable, "-P", "-c", "import sys; from ragd.ingest.worker import serve; serve(int(sys.argv[1]))",
+             str(theirs.fileno())], pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL, close_fds=True)
+        theirs.close()
+        self._conn = Connection(mine.detach())
+        self._conn.send(limits)
         self._busy = False
         # the clock of the first item starts once the worker has imported the extractors
-        if not self._conn.poll(STARTUP_S) or self._conn.recv() != "ready":
+        try:
+            ready = self._conn.poll(STARTUP_S) and self._conn.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
             self.kill()
-            raise IngestError(f"the extraction worker did not start within {STARTUP_S} s")
+            raise IngestError(f"the extraction worker did not start within {STARTUP_S} s "
+                              f"(exit code {self._proc.returncode}); set RAGD_EXTRACT_ISOLATION=false to extract "
+                              "in-process")
 
     @property
     def alive(self) -> bool:
-        return self._proc.is_alive()
+        return self._proc.poll() is None
 
     @property
     def reusable(self) -> bool:
@@ -67,10 +80,10 @@ class Worker:
                     return result
                 except (EOFError, OSError):
                     pass  # the worker died mid-answer: reported below
-            if not self._proc.is_alive():
-                self._proc.join()
+            if not self.alive:
+                self._conn.close()
                 return [CorruptDocument(f"{path.name}: the extraction process died (exit code "
-                                        f"{self._proc.exitcode}) reading it")]
+                                        f"{self._proc.returncode}) reading it")]
             if time.monotonic() - started > self.limits.timeout_s:
                 self.kill()
                 return [ExtractionTimeout(f"{path.name}: extraction took longer than {self.limits.timeout_s:g} s "
@@ -83,24 +96,27 @@ class Worker:
 
     def kill(self) -> None:
         self._proc.kill()
-        self._proc.join()
+        self._proc.wait()
         self._conn.close()
 
     def close(self) -> None:
-        if self._proc.is_alive():
+        if self.alive:
             try:
                 self._conn.send(None)
-                self._proc.join(timeout=2)
-            except (OSError, ValueError):
+                self._proc.wait(timeout=2)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
-        if self._proc.is_alive():
+        if self.alive:
             self._proc.kill()
-            self._proc.join()
+            self._proc.wait()
         self._conn.close()
 
 
-def _serve(conn: Connection, limits: Limits) -> None:
-    """The child: extract each requested file and send back the whole list."""
+def serve(fd: int) -> None:
+    """The worker process: extract each requested file and send back the whole list."""
+    conn = Connection(fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it stops this process)
+    limits: Limits = conn.recv()
     from .pipeline import extract_path
 
     if not sys.platform.startswith("linux"):  # no /proc to watch from the parent: the kernel enforces it
@@ -118,7 +134,10 @@ def _serve(conn: Connection, limits: Limits) -> None:
             return
         path, options = request
         results: list[Any] = list(extract_path(path, limits, options))
-        conn.send(results)
+        try:
+            conn.send(results)
+        except OSError:  # the parent is gone
+            return
 
 
 def _rss_mb(pid: int | None) -> float | None:

@@ -7,6 +7,7 @@ import hmac
 import logging
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,6 +101,8 @@ class Store:
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
         self.tenant_logins: bool | None = None  # known after the first tenant session
+        # pools closed at exit even when the caller never closes the store (no noise from their threads then)
+        self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
@@ -108,12 +111,7 @@ class Store:
         return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
 
     def close(self) -> None:
-        with self._tenant_lock:
-            pools = list(self._tenant_pools.values())
-            self._tenant_pools.clear()
-        for pool in pools:
-            pool.close()
-        self._pool.close()
+        self._closer()
 
     # -- tenants ------------------------------------------------------------------------------
 
@@ -254,6 +252,15 @@ class Store:
 def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600) -> ConnectionPool:
     return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle, configure=_configure,
                           reset=_reset, check=ConnectionPool.check_connection, open=True, timeout=30, name=name)
+
+
+def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:
+    with lock:
+        pools = list(tenants.values())
+        tenants.clear()
+    for pool in pools:
+        pool.close()
+    admin.close()
 
 
 def _reset(conn: psycopg.Connection[Any]) -> None:
