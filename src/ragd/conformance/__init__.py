@@ -32,6 +32,7 @@ from ..ids import sha256_text
 from ..ingest.bounds import Limits
 from ..ingest.extract import ExtractOptions
 from ..ingest.pipeline import extract_path
+from ..store import queries
 from ..types import ExtractedDocument
 
 SPEC_VERSION = "1"
@@ -111,10 +112,7 @@ def snapshot(client: Ragd, embedder: str) -> dict[str, Any]:
     again = col.ingest(documents=corpus())
     chunks: dict[str, list[list[Any]]] = {}
     with col.store.tenant(TENANT) as conn:
-        rows = conn.execute(
-            "SELECT d.external_id, c.chunk_index, c.chunk_id::text, c.content, c.token_count FROM chunks c "
-            "JOIN documents d USING (doc_id) WHERE c.collection_id = %s AND c.is_active "
-            "ORDER BY d.external_id, c.chunk_index", (col.collection_id,)).fetchall()
+        rows = conn.execute(queries.ACTIVE_CHUNKS, {"collection_id": col.collection_id}).fetchall()
     for external_id, index, chunk_id, content, tokens in rows:
         chunks.setdefault(external_id, []).append([index, chunk_id, sha256_text(content), tokens])
     searches = {plan: {q: [[str(h.chunk_id), round(h.score, 7)] for h in col.search(q, k=K, fusion=plan)]

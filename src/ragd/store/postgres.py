@@ -266,8 +266,7 @@ def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool
 def _reset(conn: psycopg.Connection[Any]) -> None:
     """Undo whatever SQL in a session left behind (settings, role, temporary tables that would shadow ragd's own,
     listeners, session advisory locks) before the connection serves again."""
-    for statement in ("RESET ALL", "RESET ROLE", "DISCARD TEMP", "UNLISTEN *", "SELECT pg_advisory_unlock_all()",
-                      "SET jit = off"):
+    for statement in queries.RESET_SESSION:
         conn.execute(statement)
     conn.commit()
 

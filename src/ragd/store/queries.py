@@ -13,6 +13,9 @@ from ..types import Filters
 
 # -- sessions and migrations ---------------------------------------------------------------------
 
+# Run on a pooled connection before it serves again: whatever SQL in the last session left behind is undone.
+RESET_SESSION = ("RESET ALL", "RESET ROLE", "DISCARD TEMP", "UNLISTEN *", "SELECT pg_advisory_unlock_all()",
+                 "SET jit = off")
 READ_SECRET = "SELECT secret FROM ragd_secret"
 # Roles are cluster-wide: creating them is serialised across processes (and databases).
 TENANT_ROLE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.tenant_roles'))"
@@ -238,6 +241,11 @@ FROM document_versions WHERE doc_id = %(doc_id)s ORDER BY created_at, version_la
 ACTIVE_VERSIONS_OF = "SELECT doc_version_id FROM document_versions WHERE doc_id = %(doc_id)s AND is_active"
 ACTIVE_VERSIONS_OF_MANY = """
 SELECT doc_version_id FROM document_versions WHERE doc_id = ANY(%(doc_ids)s) AND is_active ORDER BY doc_version_id"""
+# Every active chunk of a collection in document order (conformance snapshots).
+ACTIVE_CHUNKS = """
+SELECT d.external_id, c.chunk_index, c.chunk_id::text, c.content, c.token_count
+FROM chunks c JOIN documents d USING (doc_id)
+WHERE c.collection_id = %(collection_id)s AND c.is_active ORDER BY d.external_id, c.chunk_index"""
 DELETE_DOCUMENT = "DELETE FROM documents WHERE doc_id = %(doc_id)s"
 
 # -- embedding cache ---------------------------------------------------------------------------------
