@@ -143,7 +143,8 @@ def test_compress_keeps_query_sentences() -> None:
     c = Candidate(**{**c.__dict__, "content": "Intro line. Parental leave is 14 weeks. Unrelated. Other. Last."})
     out = ragd.compress("parental leave", [c], None)
     assert out[0]["text"] == "Intro line. Parental leave is 14 weeks. Unrelated."
-    assert ragd.rerank("q", [c]) == [c]
+    reranked = ragd.rerank("parental leave", [c])  # the canonical block: the local cross-encoder's score added
+    assert [x.chunk_id for x in reranked] == [c.chunk_id] and reranked[0].rerank_score is not None
 
 
 def test_query_vector_is_normalised(big: ragd.Collection) -> None:

@@ -210,13 +210,14 @@ def _print_report(report: Any, collection: str) -> None:
 @click.option("--keyword-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: lexical weight.")
 @click.option("--semantic-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: vector weight.")
 @click.option("--exact", is_flag=True, help="Exact vector scan instead of the HNSW index.")
+@click.option("--rerank", is_flag=True, help="Rerank the fused head with RAGD_RERANKER (default: the local model).")
 @click.option("--embedder", "-e", help="Must match the collection's model (default: the collection's).")
 @click.option("--explain", is_flag=True, help="Print each leg's SQL and PostgreSQL plan (EXPLAIN ANALYZE).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"results": [...]} as one JSON object.')
 @handle_errors
 def search(query: str, collection: str | None, tenant: str | None, k: int, filters: Sequence[str], fusion: str,
-           keyword_weight: float, semantic_weight: float, exact: bool, embedder: str | None, explain: bool,
-           as_json: bool) -> None:
+           keyword_weight: float, semantic_weight: float, exact: bool, rerank: bool, embedder: str | None,
+           explain: bool, as_json: bool) -> None:
     """Hybrid search (vector + BM25, fused) over a collection."""
     col = open_collection(collection, tenant, embedder, create=False)
     if explain:
@@ -228,7 +229,7 @@ def search(query: str, collection: str | None, tenant: str | None, k: int, filte
         return
     started = time.perf_counter()
     hits = col.search(query, k=k, filters=parse_filter_args(filters), fusion=fusion,
-                      keyword_weight=keyword_weight, semantic_weight=semantic_weight, exact=exact)
+                      keyword_weight=keyword_weight, semantic_weight=semantic_weight, exact=exact, rerank=rerank)
     latency = (time.perf_counter() - started) * 1000
     if as_json:
         emit_json({"query": query, "collection": col.name, "fusion": fusion, "latency_ms": round(latency, 2),
@@ -253,7 +254,8 @@ QUALITY_EXIT = 5
 @main.command("eval")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--plans", default="lexical,vector,rrf,weighted", show_default=True,
-              help="Comma-separated: lexical, vector, rrf, weighted, weighted:KEYWORD_WEIGHT.")
+              help="Comma-separated: lexical, vector, rrf, weighted, weighted:KEYWORD_WEIGHT; add +rerank to "
+                   "rerank a plan (e.g. weighted,weighted+rerank).")
 @common
 @click.option("--embedder", "-e", help="Embedder for the corpus collection (default: RAGD_EMBEDDER).")
 @click.option("--depth", default=100, show_default=True, type=click.IntRange(10, 1000),

@@ -31,6 +31,14 @@ class Settings(BaseSettings):
     onnx_threads: int = 0  # 0: one per core
     cache_ttl_s: float = 300.0  # search result cache; 0 disables it
     cache_entries: int = 1024
+    # reranking (when a search asks for it): none, local, cohere:MODEL, together:MODEL or http:URL
+    reranker: str = "local"
+    rerank_top: int = Field(default=20, ge=1, le=50)  # candidates rescored; the rest keep the fused order
+    rerank_weight: float = Field(default=0.2, ge=0.0, le=1.0)  # cross-encoder share of the blended score
+    rerank_timeout_s: float = Field(default=3.0, gt=0)
+    rerank_max_tokens: int = Field(default=256, ge=32, le=512)  # per (query, passage) pair, local model
+    rerank_url: str | None = None  # another endpoint for cohere:/together: (a proxy, a test server)
+    rerank_api_key: str | None = None
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     exact_scan_threshold: int = Field(default=5000, ge=0)
     max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)

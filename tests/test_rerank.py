@@ -1,0 +1,165 @@
+"""Reranking: the local cross-encoder, API rerankers against real local servers speaking their protocols, the
+score blend, and fail-open on errors and timeouts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+import ragd
+from ragd.config import Settings
+from ragd.errors import RerankerError
+from ragd.eval.runner import plan_overrides
+from ragd.rerank import CrossEncoder, blend, make_reranker, rerank
+from ragd.types import Candidate
+
+DOCS = [
+    {"id": "leave", "text": "Every parent is entitled to sixteen weeks of fully paid parental leave."},
+    {"id": "menu", "text": "The cafeteria menu lists leave-free weeks: weeks weeks weeks of lunch specials."},
+    {"id": "hotel", "text": "Hotels are reimbursed up to 150 euros a night."},
+]
+
+
+class _FakeReranker(BaseHTTPRequestHandler):
+    """Cohere (/v2/rerank), Together (/v1/rerank) and TEI (/rerank): scores by shared words, best first."""
+
+    requests: list[dict[str, Any]] = []
+    status = 200
+    delay_s = 0.0
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        cls.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        time.sleep(cls.delay_s)
+        if cls.status != 200:
+            self.send_response(cls.status)
+            self.end_headers()
+            self.wfile.write(b'{"message": "overloaded"}')
+            return
+        texts = body.get("documents") if self.path != "/rerank" else body["texts"]
+        query = set(body["query"].lower().split())
+        scored = sorted(((len(query & set(t.lower().split())) / 10, i) for i, t in enumerate(texts)), reverse=True)
+        if self.path == "/rerank":
+            payload: Any = [{"index": i, "score": s} for s, i in scored]
+        else:
+            payload = {"id": "x", "results": [{"index": i, "relevance_score": s} for s, i in scored]}
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def rerank_server() -> Iterator[str]:
+    _FakeReranker.requests, _FakeReranker.status, _FakeReranker.delay_s = [], 200, 0.0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeReranker)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _client(settings: Settings, **overrides: Any) -> ragd.Ragd:
+    return ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0, **overrides}))
+
+
+@pytest.mark.parametrize(("spec", "path", "fields"), [
+    ("cohere:rerank-v3.5", "/v2/rerank", {"model", "query", "documents", "top_n"}),
+    ("together:mixedbread-ai/mxbai-rerank-large-v2", "/v1/rerank",
+     {"model", "query", "documents", "top_n", "return_documents"}),
+    ("http:{url}/rerank", "/rerank", {"query", "texts", "documents", "top_n"}),
+])
+def test_api_rerankers_speak_their_protocol(settings: Settings, name: str, rerank_server: str, spec: str,
+                                            path: str, fields: set[str]) -> None:
+    url = None if spec.startswith("http:") else rerank_server + path
+    client = _client(settings, reranker=spec.format(url=rerank_server), rerank_url=url, rerank_api_key="key-1",
+                     rerank_weight=1.0)
+    try:
+        col = client.collection(name)
+        col.ingest(documents=DOCS)
+        debug: dict[str, Any] = {}
+        hits = ragd.retrieve("hotels euros night", col.plan(3, None, rerank=True), col, debug=debug)
+    finally:
+        client.close()
+    request = _FakeReranker.requests[-1]
+    assert request["path"] == path and set(request["body"]) == fields and request["auth"] == "Bearer key-1"
+    assert request["body"]["query"] == "hotels euros night" and len(request["body"].get("texts") or
+                                                                     request["body"]["documents"]) == 3
+    assert debug["reranker_used"] and not debug["reranker_skipped"] and debug["k_rerank"] == 3
+    assert hits[0].external_id == "hotel" and hits[0].rerank_score == pytest.approx(0.2)  # "night." does not count
+
+
+@pytest.mark.parametrize(("status", "delay", "says"), [(503, 0.0, "HTTP 503"), (200, 1.0, "ReadTimeout")])
+def test_a_failing_reranker_fails_open(settings: Settings, name: str, rerank_server: str, status: int,
+                                       delay: float, says: str) -> None:
+    _FakeReranker.status, _FakeReranker.delay_s = status, delay
+    client = _client(settings, reranker="cohere:rerank-v3.5", rerank_url=rerank_server + "/v2/rerank",
+                     rerank_timeout_s=0.3)
+    try:
+        col = client.collection(name)
+        col.ingest(documents=DOCS)
+        fused = col.search("parental leave weeks", k=3)
+        debug: dict[str, Any] = {}
+        started = time.perf_counter()
+        hits = ragd.retrieve("parental leave weeks", col.plan(3, None, rerank=True), col, debug=debug)
+        elapsed = time.perf_counter() - started
+    finally:
+        client.close()
+    assert [h.chunk_id for h in hits] == [h.chunk_id for h in fused]  # the fused order stands
+    assert all(h.rerank_score is None for h in hits)
+    assert debug["reranker_skipped"] and not debug["reranker_used"] and says in debug["reranker_error"]
+    assert elapsed < 2.0
+
+
+def _candidate(text: str, score: float, doc: int) -> Candidate:
+    return Candidate(chunk_id=uuid.UUID(int=doc), doc_id=uuid.UUID(int=doc), doc_version_id=uuid.UUID(int=doc),
+                     chunk_index=0, content=text, score=score, fused_score=score)
+
+
+def test_the_local_cross_encoder_reads_relevance() -> None:
+    query = "how many weeks of parental leave do parents get"
+    candidates = [_candidate(DOCS[1]["text"], 0.9, 1), _candidate(DOCS[2]["text"], 0.5, 2),
+                  _candidate(DOCS[0]["text"], 0.4, 3)]
+    model = CrossEncoder(max_tokens=128)
+    ranked = rerank(query, candidates, model, weight=1.0)
+    assert ranked[0].content == DOCS[0]["text"]
+    assert [c.rerank_score for c in ranked] == [c.rerank_score for c in rerank(query, candidates, model, weight=1.0)]
+    assert [c.content for c in rerank(query, candidates, model, weight=0.0)] == [c.content for c in candidates]
+    with pytest.raises(RerankerError, match="RAGD_RERANK_TIMEOUT_S"):
+        CrossEncoder(max_tokens=128, timeout_s=0.0).score(query, [c.content for c in candidates] * 3)
+
+
+def test_blend_is_pure_and_breaks_ties_canonically() -> None:
+    head = [_candidate("a", 1.0, 3), _candidate("b", 0.5, 2), _candidate("c", 0.0, 1)]
+    assert [c.content for c in blend(head, [0.0, 0.0, 0.0], 0.2)] == ["a", "b", "c"]
+    assert [c.content for c in blend(head, [0.0, 1.0, 2.0], 1.0)] == ["c", "b", "a"]
+    tied = blend(head, [2.0, 1.0, 0.0], 0.5)  # 0.5*1+0.5*1, 0.5*0.5+0.5*0.5, 0: no tie; then a real tie:
+    assert [c.content for c in tied] == ["a", "b", "c"]
+    even = blend(head, [0.0, 0.5, 1.0], 0.5)  # every blended score is 0.5: doc_id order
+    assert [c.content for c in even] == ["c", "b", "a"] and len({c.score for c in even}) == 1
+    with pytest.raises(RerankerError):
+        blend(head, [1.0], 0.5)
+
+
+def test_reranker_specs_and_plans() -> None:
+    settings = Settings()
+    assert make_reranker("none", settings) is None
+    assert make_reranker("local", settings).name == "ms-marco-MiniLM-L-12-v2-int8"  # type: ignore[union-attr]
+    with pytest.raises(ragd.RagdError, match="unknown reranker"):
+        make_reranker("cohere", settings)
+    assert plan_overrides("weighted+rerank") == {"fusion": "weighted", "rerank": True}
+    assert plan_overrides("weighted:0.3+rerank")["keyword_weight"] == 0.3
+    with pytest.raises(ragd.RagdError, match="only addition"):
+        plan_overrides("weighted+magic")
