@@ -1,0 +1,60 @@
+"""The answer half's pure blocks: the context budget and the versioned prompt template."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from ragd.answer import Budget, context_block, render, select
+from ragd.answer.prompt import template
+from ragd.embed import default_token_counter
+from ragd.errors import ConfigError
+from ragd.types import Candidate
+
+from .conftest import DATA
+
+SEEDS = DATA.parent / "seeds"
+
+
+def _chunk(i: int, text: str) -> Candidate:
+    return Candidate(chunk_id=uuid.UUID(int=i), doc_id=uuid.UUID(int=1000 + i), doc_version_id=uuid.UUID(int=i),
+                     chunk_index=0, content=text, title=f"Doc {i}", version_label="v2",
+                     heading_path=("Policy", f"Part {i}"))
+
+
+def test_prompt_v1_is_seed_001_section_8_verbatim() -> None:
+    seed = next(SEEDS.glob("001_*.txt")).read_text(encoding="utf-8")
+    section = seed.split("## 8) Prompt Template (V1 default)", 1)[1].split("## 9)", 1)[0]
+    lines = [line.strip() for line in section.splitlines()]
+    wanted = [line for line in lines if line and line != "---" and not re.fullmatch(r"\*\*.*\*\*", line)]
+    system = template("v1", "system")
+    assert len(wanted) >= 20
+    assert [line for line in wanted if line not in system] == []
+
+
+def test_render_lays_out_each_chunk_and_then_the_question() -> None:
+    chunks = [_chunk(1, "Leave is {16} weeks."), _chunk(2, "Second text.")]
+    prompt = render("How long is leave?", chunks)
+    assert prompt.version == "v1" and prompt.system.startswith("You are a careful assistant")
+    assert prompt.user.startswith("Context:") and prompt.user.endswith("Question: How long is leave?")
+    assert f"- ChunkID: {chunks[0].chunk_id}\n- Text: Leave is {{16}} weeks." in prompt.user
+    assert "- Title: Doc 2\n- Version: v2\n- Heading: Policy > Part 2" in prompt.user
+    assert prompt.user.index(str(chunks[0].chunk_id)) < prompt.user.index(str(chunks[1].chunk_id))
+    with pytest.raises(ConfigError, match="no prompt template"):
+        render("q", chunks, version="v9")
+
+
+def test_the_budget_holds_with_the_real_tokenizer() -> None:
+    counter = default_token_counter()
+    long_text = " ".join(f"word{i}" for i in range(700))  # about 1,400 tokens
+    ranked = [_chunk(i, long_text if i % 3 == 0 else f"Short chunk number {i}.") for i in range(30)]
+    context = select(ranked, counter)
+    assert context.tokens <= Budget().context_tokens and len(context.chunks) == 12
+    assert sum(counter.count(context_block(c)) + 2 for c in context.chunks) == context.tokens
+    assert [c.chunk_id for c in context.chunks][:3] == [ranked[0].chunk_id, ranked[1].chunk_id, ranked[2].chunk_id]
+    assert ranked[9] in context.passed_over  # the fourth long chunk no longer fits; shorter ones still do
+    assert select(ranked, counter) == context  # deterministic
+    small = select(ranked, counter, Budget(total_tokens=1200, reserved_tokens=1000, max_chunks=12))
+    assert small.tokens <= 200 and all("Short" in c.content for c in small.chunks)
