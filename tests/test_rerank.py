@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import ragd
+from ragd.compress import CompressPolicy
 from ragd.config import Settings
 from ragd.errors import RerankerError
 from ragd.eval.runner import plan_overrides
@@ -163,3 +164,15 @@ def test_reranker_specs_and_plans() -> None:
     assert plan_overrides("weighted:0.3+rerank")["keyword_weight"] == 0.3
     with pytest.raises(ragd.RagdError, match="only addition"):
         plan_overrides("weighted+magic")
+
+
+def test_compress_with_the_cross_encoder_finds_the_sentence_that_shares_no_word() -> None:
+    filler = [f"Room {i} holds the archive of year {2000 + i}." for i in range(9)]
+    text = " ".join([*filler, "Employees receive sixteen weeks of paid parental leave.", "Parking is free."])
+    candidate = _candidate(text, 1.0, 1)
+    query = "how long can new mothers and fathers stay home with a baby"
+    plain = ragd.compress(query, [candidate])[0]
+    assert "parental leave" not in plain["text"]  # no shared word: the first sentences stand in
+    scored = ragd.compress(query, [candidate], CompressPolicy(top_sentences=1), CrossEncoder(max_tokens=64))[0]
+    assert scored["sentences"] == [8, 9, 10]
+    assert scored["text"].startswith("Room 8 holds the archive of year 2008. Employees receive sixteen weeks")

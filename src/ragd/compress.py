@@ -1,32 +1,49 @@
-"""Compression: query-relevant sentence windows from the top candidates (pure, deterministic)."""
+"""Compression: query-relevant sentence windows from the top candidates (deterministic).
+
+Which sentences are relevant: with a cross-encoder (the reranker, when one is loaded) the `top_sentences` it
+scores highest in each candidate; without one, those sharing a word with the query. Each is kept with `window`
+sentences on either side, in text order, at most `max_sentences` per candidate. The model reads at most
+`max_pairs` sentences per call, so the cost stays bounded.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .embed.hashing import tokens
 from .types import Candidate
+
+if TYPE_CHECKING:
+    from .rerank import Reranker
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
 class CompressPolicy:
-    window: int = 1  # sentences kept on each side of a matching sentence
+    window: int = 1  # sentences kept on each side of a relevant sentence
     max_sentences: int = 8
+    top_sentences: int = 2  # with a cross-encoder: the best-scored sentences of each candidate
+    max_pairs: int = 96  # with a cross-encoder: sentences scored in all
 
 
-def compress(query: str, candidates: Sequence[Candidate], policy: CompressPolicy | None = None) -> list[dict[str, Any]]:
-    """For each candidate, the sentences around those sharing words with the query, in text order."""
+def compress(query: str, candidates: Sequence[Candidate], policy: CompressPolicy | None = None,
+             model: Reranker | None = None) -> list[dict[str, Any]]:
+    """For each candidate, the windows around its query-relevant sentences, in text order."""
     policy = policy or CompressPolicy()
+    split = [[s.strip() for s in _SPLIT.split(c.content) if s.strip()] for c in candidates]
+    scores = _model_scores(query, split, policy, model) if model is not None else None
     terms = set(tokens(query))
     out = []
-    for cand in candidates:
-        sentences = [s.strip() for s in _SPLIT.split(cand.content) if s.strip()]
-        hits = [i for i, s in enumerate(sentences) if terms & set(tokens(s))]
+    for n, (cand, sentences) in enumerate(zip(candidates, split)):
+        if scores is not None and scores[n] is not None:
+            ranked = sorted(range(len(sentences)), key=lambda i: (-scores[n][i], i))  # type: ignore[index]
+            hits = sorted(ranked[: policy.top_sentences])
+        else:
+            hits = [i for i, s in enumerate(sentences) if terms & set(tokens(s))]
         keep: set[int] = set()
         for i in hits:
             keep.update(range(max(0, i - policy.window), min(len(sentences), i + policy.window + 1)))
@@ -40,3 +57,22 @@ def compress(query: str, candidates: Sequence[Candidate], policy: CompressPolicy
             "score": cand.score,
         })
     return out
+
+
+def _model_scores(query: str, split: list[list[str]], policy: CompressPolicy,
+                  model: Reranker) -> list[list[float] | None]:
+    """Sentence scores per candidate, for as many whole candidates (in rank order) as fit in max_pairs."""
+    flat: list[str] = []
+    covered = 0
+    for sentences in split:
+        if len(flat) + len(sentences) > policy.max_pairs:
+            break
+        flat += sentences
+        covered += 1
+    values = model.score(query, flat) if flat else []
+    out: list[list[float] | None] = []
+    start = 0
+    for sentences in split[:covered]:
+        out.append(values[start: start + len(sentences)])
+        start += len(sentences)
+    return out + [None] * (len(split) - covered)
