@@ -58,3 +58,20 @@ def test_the_budget_holds_with_the_real_tokenizer() -> None:
     assert select(ranked, counter) == context  # deterministic
     small = select(ranked, counter, Budget(total_tokens=1200, reserved_tokens=1000, max_chunks=12))
     assert small.tokens <= 200 and all("Short" in c.content for c in small.chunks)
+
+
+def test_citations_outside_the_context_are_removed_and_reported() -> None:
+    from ragd.answer.citations import check, citation
+
+    a, b, other = _chunk(1, "Leave is 16 weeks."), _chunk(2, "Hotels 150 euros."), _chunk(3, "Not in context.")
+    answer = (f"Leave is 16 weeks [chunk:{a.chunk_id}]. Hotels cost 150 euros [CHUNK:{str(b.chunk_id).upper()}]"
+              f"[chunk:{other.chunk_id}]. Made up [chunk:abc123]. Again [chunk:{a.chunk_id}].")
+    checked = check(answer, [a, b])
+    assert checked.cited == (a, b)
+    assert checked.invalid == (str(other.chunk_id), "abc123")
+    assert checked.text == (f"Leave is 16 weeks [chunk:{a.chunk_id}]. Hotels cost 150 euros [chunk:{b.chunk_id}]. "
+                            f"Made up. Again [chunk:{a.chunk_id}].")
+    assert citation(a) == {"doc_id": str(a.doc_id), "doc_version_id": str(a.doc_version_id),
+                           "chunk_id": str(a.chunk_id), "title": "Doc 1", "version_label": "v2"}
+    assert check("No markers at all.", [a]) == check("No markers at all.", [a, b])
+    assert check("No markers at all.", [a]).cited == ()
