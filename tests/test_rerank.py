@@ -176,3 +176,16 @@ def test_compress_with_the_cross_encoder_finds_the_sentence_that_shares_no_word(
     scored = ragd.compress(query, [candidate], CompressPolicy(top_sentences=1), CrossEncoder(max_tokens=64))[0]
     assert scored["sentences"] == [8, 9, 10]
     assert scored["text"].startswith("Room 8 holds the archive of year 2008. Employees receive sixteen weeks")
+
+
+def test_search_reports_a_skipped_reranker(cli_env: dict[str, str], name: str) -> None:
+    from .conftest import run_cli
+
+    env = {**cli_env, "RAGD_RERANKER": "http:http://127.0.0.1:9/rerank", "RAGD_RERANK_TIMEOUT_S": "0.5"}
+    assert run_cli(["ingest", "README.md", "-c", name], env).returncode == 0
+    result = run_cli(["search", "tenant isolation", "-c", name, "--rerank", "--json"], env)
+    assert result.returncode == 0, result.stderr
+    debug = json.loads(result.stdout)["debug"]
+    assert debug["reranker_skipped"] and "ConnectError" in debug["reranker_error"]
+    text = run_cli(["search", "tenant isolation", "-c", name, "--rerank"], env)
+    assert "reranker skipped, fused order kept" in text.stderr and text.returncode == 0

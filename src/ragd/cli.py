@@ -228,13 +228,16 @@ def search(query: str, collection: str | None, tenant: str | None, k: int, filte
             out.print(f"[bold]-- {leg['leg']}[/]\n{leg['sql']}\n\n{leg['plan']}\n", markup=True, highlight=False)
         return
     started = time.perf_counter()
-    hits = col.search(query, k=k, filters=parse_filter_args(filters), fusion=fusion,
+    debug: dict[str, Any] = {}
+    hits = col.search(query, k=k, filters=parse_filter_args(filters), fusion=fusion, debug=debug,
                       keyword_weight=keyword_weight, semantic_weight=semantic_weight, exact=exact, rerank=rerank)
     latency = (time.perf_counter() - started) * 1000
     if as_json:
         emit_json({"query": query, "collection": col.name, "fusion": fusion, "latency_ms": round(latency, 2),
-                   "results": [h.as_dict() for h in hits]})
+                   "debug": debug, "results": [h.as_dict() for h in hits]})
         return
+    if debug.get("reranker_skipped"):
+        err.print(f"[yellow]reranker skipped, fused order kept: {debug.get('reranker_error')}[/]")
     if not hits:
         out.print("no results")
         return

@@ -246,14 +246,16 @@ class Collection:
             raise InvalidRequest(f"unknown fusion {plan.fusion!r}: use rrf, weighted, vector or lexical")
         return dataclasses.replace(plan, k_vec=max(plan.k_vec, plan.k), k_lex=max(plan.k_lex, plan.k))
 
-    def search(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None,
-               **plan: Any) -> list[Candidate]:
+    def search(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
+               debug: dict[str, Any] | None = None, **plan: Any) -> list[Candidate]:
         """Retrieve with a plan built from k, filters and overrides; served from the result cache while the
-        collection is unchanged."""
+        collection is unchanged. `debug`, when given, receives the reranker's outcome (see `retrieve`) or
+        `cached: true`."""
         full = self.plan(k, filters, **plan)
         cache = self.client.cache
+        debug = {} if debug is None else debug
         if not cache.enabled:
-            return retrieve(query, full, self)
+            return retrieve(query, full, self, debug=debug)
         key = cache_key(self.tenant, self.collection_id, query, full)
         with self.store.tenant(self.tenant) as conn:
             row = conn.execute(queries.COLLECTION_GENERATION, {"collection_id": self.collection_id}).fetchone()
@@ -261,8 +263,8 @@ class Collection:
             raise CollectionNotFound(f"collection {self.name!r} no longer exists")
         hit = cache.get(key, int(row[0]))
         if hit is not None:
+            debug["cached"] = True
             return hit
-        debug: dict[str, Any] = {}
         results = retrieve(query, full, self, debug=debug)
         if not debug.get("reranker_skipped"):  # a reranker that failed may answer next time
             cache.put(key, int(row[0]), results)
