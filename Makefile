@@ -17,10 +17,10 @@ $(BIN)/ragd: pyproject.toml
 
 setup: $(BIN)/ragd
 
-## Ingest the bundled sample documents, ask a question, print ranked results with sources.
+## Ingest the bundled sample documents, ask a question, print the answer with its citations.
 demo: setup
 	$(BIN)/ragd ingest samples/ --collection demo --tags demo
-	$(BIN)/ragd search "How many days of parental leave do employees in Germany get?" --collection demo --k 5
+	$(BIN)/ragd ask "How many days of parental leave do employees in Germany get?" --collection demo
 
 ## The whole test suite against a real embedded PostgreSQL.
 test: setup

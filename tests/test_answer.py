@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+import ragd
 from ragd.answer import Budget, context_block, render, select
 from ragd.answer.prompt import template
 from ragd.embed import default_token_counter
@@ -75,3 +76,40 @@ def test_citations_outside_the_context_are_removed_and_reported() -> None:
                            "chunk_id": str(a.chunk_id), "title": "Doc 1", "version_label": "v2"}
     assert check("No markers at all.", [a]) == check("No markers at all.", [a, b])
     assert check("No markers at all.", [a]).cited == ()
+
+
+def test_ask_answers_with_citations_and_abstains_without_evidence(client: ragd.Ragd, name: str) -> None:
+    from ragd.answer.abstain import ABSTAIN_ANSWER
+
+    from .conftest import SAMPLES
+
+    col = client.collection(name)
+    assert not col.ingest([SAMPLES]).failed
+    question = "How many days of parental leave do employees in Germany get?"
+    answers = [col.ask(question, debug=True) for _ in range(3)]
+    answer = answers[0]
+    assert not answer.abstained and "Germany" in answer.answer and answer.citations
+    assert all(f"[chunk:{c['chunk_id']}]" in answer.answer for c in answer.citations)
+    assert {a.answer for a in answers} == {answer.answer}  # deterministic
+    debug = answer.debug or {}
+    assert debug["reranker_used"] and debug["evidence"]["signal"] == "rerank" and not debug["evidence"]["abstain"]
+    assert set(c["chunk_id"] for c in answer.citations) <= set(debug["context_chunk_ids"])
+    fused = col.ask(question, rerank=False, debug=True)
+    assert not fused.abstained and (fused.debug or {})["evidence"]["signal"] == "rrf"
+    for unanswerable in ("What is the capital of Mongolia?", "Which football club won the 1998 league?"):
+        out = col.ask(unanswerable)
+        assert out.abstained and out.answer == ABSTAIN_ANSWER and out.citations == () and out.debug is None
+
+
+def test_ragd_ask_prints_the_answer_and_its_sources(cli_env: dict[str, str], name: str) -> None:
+    import json
+
+    from .conftest import SAMPLES, run_cli
+
+    assert run_cli(["ingest", str(SAMPLES), "-c", name], cli_env).returncode == 0
+    question = "How many days of parental leave do employees in Germany get?"
+    data = json.loads(run_cli(["ask", question, "-c", name, "--json"], cli_env).stdout)
+    assert set(data) == {"answer", "citations", "abstained", "debug"} and not data["abstained"]
+    assert set(data["citations"][0]) == {"doc_id", "doc_version_id", "chunk_id", "title", "version_label"}
+    text = run_cli(["ask", "What is the capital of Mongolia?", "-c", name], cli_env)
+    assert text.returncode == 0 and text.stdout.startswith("I don't have enough information")

@@ -1,15 +1,16 @@
 """ragd: deterministic retrieval-augmented generation on PostgreSQL + pgvector."""
 
 from .compress import compress
-from .engine import Collection, Ragd, chunk, connect, index, retrieve
+from .engine import Collection, Ragd, ask, chunk, connect, index, retrieve
 from .errors import RagdError
 from .rerank import rerank
 from .retrieve.fuse import fuse
-from .types import Block, Candidate, Chunk, ChunkPolicy, Filters, IngestReport, Plan
+from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, Filters, IngestReport, Plan
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
     "Block",
     "Candidate",
     "Chunk",
@@ -20,6 +21,7 @@ __all__ = [
     "Plan",
     "Ragd",
     "RagdError",
+    "ask",
     "chunk",
     "compress",
     "connect",

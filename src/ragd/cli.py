@@ -249,6 +249,35 @@ def search(query: str, collection: str | None, tenant: str | None, k: int, filte
     out.print(f"[dim]{len(hits)} results in {latency:.1f} ms[/]")
 
 
+# -- ask -----------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("question")
+@common
+@click.option("--k", "-k", default=12, show_default=True, type=click.IntRange(1, 50),
+              help="Candidates for the context.")
+@click.option("--filter", "-f", "filters", multiple=True, help="As for search.")
+@click.option("--no-rerank", is_flag=True, help="Answer from the fused order (RRF threshold for abstaining).")
+@click.option("--debug", is_flag=True, help="Include the debug record (evidence, context, timings).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"answer", "citations", "abstained", "debug"}.')
+@handle_errors
+def ask(question: str, collection: str | None, tenant: str | None, k: int, filters: Sequence[str], no_rerank: bool,
+        debug: bool, as_json: bool) -> None:
+    """Answer a question from a collection with citations, or abstain when the documents do not support one."""
+    col = open_collection(collection, tenant, None, create=False)
+    answer = col.ask(question, k=k, filters=parse_filter_args(filters), rerank=False if no_rerank else None,
+                     debug=debug)
+    if as_json:
+        emit_json(answer.as_dict())
+        return
+    out.print(answer.answer, markup=False)
+    for n, c in enumerate(answer.citations, start=1):
+        out.print(f"[dim][{n}] {c['title'] or ''} ({c['version_label']}) chunk:{c['chunk_id']}[/]")
+    if debug:
+        out.print_json(json.dumps(answer.debug, default=_json_default))
+
+
 # -- eval ----------------------------------------------------------------------------------------------
 
 QUALITY_EXIT = 5

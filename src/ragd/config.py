@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     rerank_max_tokens: int = Field(default=256, ge=32, le=512)  # per (query, passage) pair, local model
     rerank_url: str | None = None  # another endpoint for cohere:/together: (a proxy, a test server)
     rerank_api_key: str | None = None
+    # abstention (seed 001 section 7): the cross-encoder probability when the reranker ran, else the best RRF
+    # score (k = 60) of the first candidates, from their ranks in both legs
+    abstain_rerank_threshold: float = Field(default=0.15, ge=0.0, le=1.0)
+    abstain_rrf_threshold: float = Field(default=0.030, ge=0.0, le=1.0)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     exact_scan_threshold: int = Field(default=5000, ge=0)
     max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)

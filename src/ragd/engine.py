@@ -11,6 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import ids
+from .answer import Budget, select
+from .answer.abstain import ABSTAIN_ANSWER, judge
+from .answer.citations import check, citation
+from .answer.extractive import extract
 from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
 from .embed.base import TokenCounter
@@ -25,7 +29,7 @@ from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
 from .ingest.pipeline import Duplicates, Progress, run_ingest
-from .rerank import Reranker, RerankOutcome, make_reranker, rerank_fail_open
+from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
@@ -40,7 +44,7 @@ from .retrieve.legs import (
 )
 from .store import Store, queries
 from .store.postgres import check_name, check_tenant
-from .types import Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
+from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
 
 MAX_K = 1000
 MAX_QUERY_CHARS = 8192
@@ -270,6 +274,13 @@ class Collection:
             cache.put(key, int(row[0]), results)
         return results
 
+    def ask(self, question: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
+            rerank: bool | None = None, debug: bool = False) -> Answer:
+        """Answer from the collection with citations, or abstain when the evidence is weak (see `ask`). Reranks
+        unless `rerank=False` or RAGD_RERANKER is none."""
+        use_rerank = self.settings.reranker != "none" if rerank is None else rerank
+        return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug)
+
     def explain(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
                 analyze: bool = False, **plan: Any) -> list[dict[str, str]]:
         """The SQL each leg would run for this request, with PostgreSQL's plan (EXPLAIN [ANALYZE])."""
@@ -449,6 +460,45 @@ def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[
                             timeout_s=s.rerank_timeout_s)
 
 
+def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False) -> Answer:
+    """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, answer with
+    the extractive generator, keep only citations of the context; abstain when any step finds no support."""
+    col = store
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    ranked = retrieve(question, plan, col, timings=timings, debug=info)
+    s = col.settings
+    evidence = judge(ranked, reranked=bool(info.get("reranker_used")), rerank_threshold=s.abstain_rerank_threshold,
+                     rrf_threshold=s.abstain_rrf_threshold)
+    context = select(ranked, col.counter, Budget())
+    clock = _Stopwatch(timings)
+    text = ABSTAIN_ANSWER
+    cited: tuple[Candidate, ...] = ()
+    invalid: tuple[str, ...] = ()
+    reason = f"weak evidence: {evidence.signal} {evidence.score} < {evidence.threshold}" if evidence.abstain else ""
+    if not evidence.abstain:
+        reranker = col.client.reranker
+        model = reranker if info.get("reranker_used") and isinstance(reranker, CrossEncoder) else None
+        checked = check(extract(question, context.chunks, model).text, context.chunks)
+        invalid = checked.invalid
+        if checked.cited:
+            text, cited = checked.text, checked.cited
+        else:
+            reason = "no sentence of the context supports an answer"
+    clock.lap("generate")
+    record = None
+    if debug:
+        record = {**info, "abstain_reason": reason or None, "evidence": dataclasses.asdict(evidence),
+                  "generator": "extractive", "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
+                  "context_tokens": context.tokens, "invalid_citations": list(invalid),
+                  "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
+                                for c in ranked],
+                  "timings_ms": {k: round(v, 2) for k, v in timings.items()},
+                  "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+    return Answer(answer=text, citations=tuple(citation(c) for c in cited), abstained=not cited, debug=record)
+
+
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:
     """For a filtered request that runs both legs, the filtered count once, capped above both legs' thresholds;
     None otherwise (a single leg counts for itself, up to its own threshold)."""
@@ -470,4 +520,4 @@ class _Stopwatch:
         self._last = now
 
 
-__all__ = ["Collection", "Ragd", "chunk", "connect", "index", "retrieve"]
+__all__ = ["Collection", "Ragd", "ask", "chunk", "connect", "index", "retrieve"]

@@ -244,3 +244,18 @@ class IngestReport:
                 for i in self.items
             ],
         }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What `ask` returns (seed 001): the answer text with `[chunk:ID]` markers, its citations (doc_id,
+    doc_version_id, chunk_id, title, version_label), whether it abstained, and the debug record when asked."""
+
+    answer: str
+    citations: tuple[dict[str, Any], ...]
+    abstained: bool
+    debug: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,
+                "debug": self.debug}

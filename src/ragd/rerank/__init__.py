@@ -12,6 +12,7 @@ error or a timeout the fused order stands and the outcome says `skipped` with th
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -77,6 +78,11 @@ def blend(head: Sequence[Candidate], scores: Sequence[float], weight: float) -> 
     return sorted(out, key=lambda c: c.sort_key)
 
 
+def probability(logit: float) -> float:
+    """A cross-encoder logit as a probability of relevance (the sigmoid), for thresholds."""
+    return 1 / (1 + math.exp(-max(-50.0, min(50.0, logit))))
+
+
 def _minmax(values: list[float]) -> list[float]:
     low, high = min(values), max(values)
     return [1.0 if high == low else (v - low) / (high - low) for v in values]
@@ -125,4 +131,4 @@ def _passage(c: Candidate) -> str:
 
 
 __all__ = ["MAX_DOCS", "ApiReranker", "CrossEncoder", "RerankOutcome", "Reranker", "blend", "make_reranker",
-           "rerank", "rerank_fail_open"]
+           "probability", "rerank", "rerank_fail_open"]
