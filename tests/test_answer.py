@@ -113,3 +113,16 @@ def test_ragd_ask_prints_the_answer_and_its_sources(cli_env: dict[str, str], nam
     assert set(data["citations"][0]) == {"doc_id", "doc_version_id", "chunk_id", "title", "version_label"}
     text = run_cli(["ask", "What is the capital of Mongolia?", "-c", name], cli_env)
     assert text.returncode == 0 and text.stdout.startswith("I don't have enough information")
+
+
+def test_extractive_pieces_of_a_table_carry_their_header() -> None:
+    from ragd.answer.extractive import extract, pieces
+
+    table = Candidate(chunk_id=uuid.UUID(int=7), doc_id=uuid.UUID(int=7), doc_version_id=uuid.UUID(int=7),
+                      chunk_index=0, chunk_type="table", title="Travel", heading_path=("Per diem rates",),
+                      content="| City | Per diem (EUR) |\n|---|---|\n| Berlin | 28 |\n| London | 45 |")
+    assert pieces(table) == ["City: Berlin; Per diem (EUR): 28", "City: London; Per diem (EUR): 45"]
+    out = extract("per diem London", [table])  # word overlap without a model: London 3/3, Berlin 2/3
+    assert f"City: London; Per diem (EUR): 45 [chunk:{table.chunk_id}]" in out.text
+    assert max(out.pieces, key=lambda p: p[2])[0] == "City: London; Per diem (EUR): 45"
+    assert extract("capital of Mongolia", [table]).text == ""  # nothing shares a word: nothing is quoted

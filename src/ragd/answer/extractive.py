@@ -1,9 +1,13 @@
-"""The default generator: offline and deterministic. The answer is the context's best supporting sentences, each
+"""The default generator: offline and deterministic. The answer is made of the context's own words, each piece
 followed by its `[chunk:ID]`; nothing is written that the documents do not say.
 
-Sentences are scored with the cross-encoder when one is given (the reranker: bounded to `max_pairs` sentences
-from the first chunks) and by shared query words otherwise. At most `max_sentences` are kept, in the order they
-were scored best, and only those close enough to the best one; none qualifying means there is no answer.
+Whether to answer at all is decided before (see `abstain`); this picks what to quote. The pieces are sentences,
+and for a table each body row written out with its header ("City: London; Per diem (EUR): 45").
+- The first context chunk gives its best piece, and its runner-up unless that scores below a quarter of it.
+- Each later chunk (up to `max_chunks`) gives its best piece if that scores at least half the best so far.
+- At most `max_pieces` in all, each chunk's in text order.
+Pieces are scored with the cross-encoder when one is given (it reads each with the chunk's title and headings in
+front: a sentence alone often does not say what it is about), and by shared query words otherwise.
 """
 
 from __future__ import annotations
@@ -21,34 +25,54 @@ if TYPE_CHECKING:
     from ..rerank import Reranker
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-STOP = frozenset("a an and are as at be by do does for from how i in is it of on or the to was what when where "
-                 "which who why will with".split())
+_RULE = re.compile(r"^\|?\s*:?-{2,}")
+STOP = frozenset("a an and are as at be by can do does for from get how i in is it me my of on or our should the "
+                 "to was we what when where which who why will with you your".split())
 
 
 @dataclass(frozen=True)
 class Extract:
-    text: str  # sentences with their markers, or "" when nothing supports an answer
-    sentences: tuple[tuple[str, Candidate, float], ...]
+    text: str  # pieces with their markers, or "" when the context gave none
+    pieces: tuple[tuple[str, Candidate, float], ...]
 
 
-def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_sentences: int = 3,
-            max_pairs: int = 48, min_probability: float = 0.5) -> Extract:
-    pool = [(s.strip(), c) for c in context for s in _SENTENCE.split(c.content) if len(s.strip()) > 1]
-    if not pool:
-        return Extract("", ())
-    if model is not None:
-        scored_pool = pool[:max_pairs]
-        probabilities = [probability(x) for x in model.score(question, [s for s, _ in scored_pool])]
-        best = max(probabilities)
-        keep = [(s, c, p) for (s, c), p in zip(scored_pool, probabilities)
-                if p >= min_probability and p >= best / 2]
-    else:
-        terms = set(tokens(question)) - STOP
-        overlaps = [len(terms & set(tokens(s))) / max(1, len(terms)) for s, _ in pool]
-        best = max(overlaps)
-        keep = [(s, c, o) for (s, c), o in zip(pool, overlaps) if o > 0 and o >= best / 2]
-    ranked = sorted(enumerate(keep), key=lambda item: (-item[1][2], item[0]))[:max_sentences]
-    chosen = tuple(item for _, item in ranked)
-    text = " ".join(f"{s} [chunk:{c.chunk_id}]" for s, c, _ in chosen)
-    return Extract(text, chosen)
+def pieces(chunk: Candidate) -> list[str]:
+    """A chunk's quotable pieces: its sentences, or a table's body rows with their header."""
+    if chunk.chunk_type == "table":
+        rows = [_cells(line) for line in chunk.content.splitlines() if line.strip() and not _RULE.match(line)]
+        if len(rows) > 1:
+            header = rows[0]
+            return ["; ".join(f"{h}: {v}" for h, v in zip(header, row) if v) for row in rows[1:]]
+    return [s.strip() for s in _SENTENCE.split(chunk.content) if len(s.strip()) > 1]
 
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,
+            max_pieces: int = 3) -> Extract:
+    chosen: list[tuple[str, Candidate, float]] = []
+    best = 0.0
+    terms = set(tokens(question)) - STOP
+    for n, chunk in enumerate(context[:max_chunks]):
+        units = pieces(chunk)
+        if not units:
+            continue
+        if model is not None:
+            lead = " > ".join(x for x in (chunk.title, *chunk.heading_path) if x)
+            scores = [probability(x) for x in model.score(question, [f"{lead}: {u}" if lead else u for u in units])]
+        else:
+            scores = [len(terms & set(tokens(u))) / max(1, len(terms)) for u in units]
+        order = sorted(range(len(units)), key=lambda i: (-scores[i], i))
+        if n == 0:  # the best piece, and the runner-up unless it scores far below (a quarter)
+            take = order[:1] + [i for i in order[1:2] if scores[i] >= scores[order[0]] / 4]
+        else:
+            take = [i for i in order[:1] if scores[i] >= best / 2]
+        take = [i for i in take if scores[i] > 0]  # a piece sharing nothing with the question is never quoted
+        best = max(best, scores[order[0]])
+        chosen += [(units[i], chunk, scores[i]) for i in sorted(take)]
+        if len(chosen) >= max_pieces:
+            break
+    chosen = chosen[:max_pieces]
+    return Extract(" ".join(f"{u} [chunk:{c.chunk_id}]" for u, c, _ in chosen), tuple(chosen))

@@ -1,0 +1,63 @@
+"""`ask` latency on the sample corpus: the local reranker and the extractive generator, p50/p95 per stage.
+
+    python bench/ask_latency.py [--rounds 5]
+
+Each question is asked `rounds` times after one untimed pass (the model loaded, the pages warm); the result
+cache is off, so every ask retrieves, reranks and extracts. Also prints how many distinct answers the repeats
+gave (determinism) and how many questions abstained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from _common import pct, private_ragd
+
+QUESTIONS = [
+    "How many days of parental leave do employees in Germany get?",
+    "What is the per diem for London?",
+    "What should I do if my laptop is lost?",
+    "How much is the learning budget?",
+    "Who approves travel above the hotel limit?",
+    "How do I report a security incident?",
+    "Can I work remotely from another country?",
+    "What is the capital of Mongolia?",
+]
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with private_ragd("bge-small-en") as client:
+        col = client.collection("ask-bench")
+        col.ingest([SAMPLES])
+        for q in QUESTIONS:
+            col.ask(q)
+        totals: list[float] = []
+        stages: dict[str, list[float]] = {}
+        answers: dict[str, set[str]] = {q: set() for q in QUESTIONS}
+        abstained = set()
+        for _ in range(args.rounds):
+            for q in QUESTIONS:
+                started = time.perf_counter()
+                answer = col.ask(q, debug=True)
+                totals.append((time.perf_counter() - started) * 1000)
+                for stage, ms in (answer.debug or {}).get("timings_ms", {}).items():
+                    stages.setdefault(stage, []).append(ms)
+                answers[q].add(answer.answer)
+                if answer.abstained:
+                    abstained.add(q)
+    print(f"ask, {len(QUESTIONS)} questions x {args.rounds}: "
+          f"p50 {pct(totals, 50):.0f} ms  p95 {pct(totals, 95):.0f} ms")
+    for stage, values in sorted(stages.items()):
+        print(f"  {stage:<9} p50 {pct(values, 50):7.1f} ms  p95 {pct(values, 95):7.1f} ms")
+    print(f"distinct answers per question: {max(len(a) for a in answers.values())}; abstained: {len(abstained)} "
+          f"({', '.join(sorted(abstained))})")
+
+
+if __name__ == "__main__":
+    main()
