@@ -91,6 +91,8 @@ def test_ask_answers_with_citations_and_abstains_without_evidence(client: ragd.R
     assert not answer.abstained and "Germany" in answer.answer and answer.citations
     assert all(f"[chunk:{c['chunk_id']}]" in answer.answer for c in answer.citations)
     assert {a.answer for a in answers} == {answer.answer}  # deterministic
+    repeats = {col.ask(question).result_hash for _ in range(20)}
+    assert len(repeats) == 1 and len(answer.result_hash) == 64 and repeats == {answer.result_hash}
     debug = answer.debug or {}
     assert debug["reranker_used"] and debug["evidence"]["signal"] == "rerank" and not debug["evidence"]["abstain"]
     assert set(c["chunk_id"] for c in answer.citations) <= set(debug["context_chunk_ids"])

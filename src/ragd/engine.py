@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -496,7 +497,13 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False) ->
                                 for c in ranked],
                   "timings_ms": {k: round(v, 2) for k, v in timings.items()},
                   "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
-    return Answer(answer=text, citations=tuple(citation(c) for c in cited), abstained=not cited, debug=record)
+    canonical = {"answer": text, "abstained": not cited, "cited": [str(c.chunk_id) for c in cited],
+                 "context": [str(c.chunk_id) for c in context.chunks]}
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    if record is not None:
+        record["result_hash"] = digest
+    return Answer(answer=text, citations=tuple(citation(c) for c in cited), abstained=not cited, debug=record,
+                  result_hash=digest)
 
 
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:

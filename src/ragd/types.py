@@ -255,6 +255,9 @@ class Answer:
     citations: tuple[dict[str, Any], ...]
     abstained: bool
     debug: dict[str, Any] | None = None
+    # sha256 of the canonical JSON of the answer, the cited and the context chunk ids (seed 003): the same question
+    # on the same store and configuration gives the same hash
+    result_hash: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,
