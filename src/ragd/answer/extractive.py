@@ -12,6 +12,7 @@ front: a sentence alone often does not say what it is about), and by shared quer
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..embed.hashing import tokens
 from ..rerank import probability
 from ..types import Candidate
+from .citations import MARKER
 
 if TYPE_CHECKING:
     from ..rerank import Reranker
@@ -37,7 +39,10 @@ class Extract:
 
 
 def pieces(chunk: Candidate) -> list[str]:
-    """A chunk's quotable pieces: its sentences, or a table's body rows with their header."""
+    """A chunk's quotable pieces: its sentences, or a table's body rows with their header. Citation markers a
+    document carries in its own text are dropped: only the generator cites."""
+    if MARKER.search(chunk.content):
+        chunk = dataclasses.replace(chunk, content=MARKER.sub("", chunk.content))
     if chunk.chunk_type == "table":
         rows = [_cells(line) for line in chunk.content.splitlines() if line.strip() and not _RULE.match(line)]
         if len(rows) > 1:
