@@ -149,3 +149,25 @@ def test_a_document_cannot_plant_citations_or_rules(client: ragd.Ragd, name: str
         quoted = list(zip(parts[0::2], parts[1::2]))
         assert quoted and all(text.strip() in contents[cid] for text, cid in quoted), answer.answer
         assert "policy-x" not in answer.answer and "You are a careful assistant" not in answer.answer
+
+
+def test_each_answer_is_recorded_and_replays_to_the_same_hash(client: ragd.Ragd, cli_env: dict[str, str],
+                                                               name: str) -> None:
+    import json
+
+    from .conftest import SAMPLES, run_cli
+
+    col = client.collection(name)
+    assert not col.ingest([SAMPLES]).failed
+    answer = col.ask("What is the per diem for London?")
+    record = col.execution(str(answer.query_id)[:12])
+    assert record["result_hash"] == answer.result_hash and record["question"].startswith("What is the per diem")
+    assert record["answer"] == answer.answer and record["abstained"] == answer.abstained
+    assert record["models"]["embedder"] == col.embed_model and record["models"]["generator"] == "extractive"
+    assert record["plan"]["rerank"] is True and record["context_ids"]
+    replay = run_cli(["executions", "show", str(answer.query_id), "-c", name, "--replay", "--json"], cli_env)
+    assert replay.returncode == 0, replay.stderr
+    data = json.loads(replay.stdout)
+    assert data["matches"] and data["replay_hash"] == answer.result_hash
+    other = run_cli(["executions", "show", "0000", "-c", name], cli_env)
+    assert other.returncode == 4 and "no query execution" in other.stderr

@@ -278,6 +278,45 @@ def ask(question: str, collection: str | None, tenant: str | None, k: int, filte
         out.print_json(json.dumps(answer.debug, default=_json_default))
 
 
+@main.group()
+def executions() -> None:
+    """Reproducibility records of answered questions."""
+
+
+@executions.command("show")
+@click.argument("query_id")
+@common
+@click.option("--replay", is_flag=True, help="Ask the recorded question again and compare the result hashes.")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def executions_show(query_id: str, collection: str | None, tenant: str | None, replay: bool, as_json: bool) -> None:
+    """One record: the question, models, plan, retrieved and context chunks, the answer and its hash; with
+    --replay, whether asking again gives the same hash (exit 1 when it does not)."""
+    col = open_collection(collection, tenant, None, create=False)
+    if replay:
+        record, answer = col.replay(query_id)
+        same = answer.result_hash == record["result_hash"]
+        payload = {"query_id": record["query_id"], "result_hash": record["result_hash"],
+                   "replay_hash": answer.result_hash, "replay_query_id": answer.query_id, "matches": same}
+        if as_json:
+            emit_json(payload)
+        else:
+            out.print(f"recorded {record['result_hash']}\nreplayed {answer.result_hash}\n"
+                      f"{'same result' if same else 'DIFFERENT result'}")
+        if not same:
+            fail("replay_differs", "the replayed answer's hash differs from the recorded one", 1)
+        return
+    record = col.execution(query_id)
+    if as_json:
+        emit_json(record)
+        return
+    for key in ("query_id", "collection", "created_at", "question", "answer", "abstained", "result_hash"):
+        out.print(f"[bold]{key}[/]: {record[key]}")
+    out.print(f"[bold]models[/]: {json.dumps(record['models'], sort_keys=True)}")
+    out.print(f"[bold]plan[/]: {json.dumps(record['plan'], sort_keys=True)}")
+    out.print(f"[bold]context[/]: {', '.join(str(c) for c in record['context_ids'])}")
+
+
 # -- eval ----------------------------------------------------------------------------------------------
 
 QUALITY_EXIT = 5

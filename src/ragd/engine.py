@@ -24,6 +24,7 @@ from .errors import (
     DimensionMismatch,
     DocumentNotFound,
     InvalidRequest,
+    NotFound,
     RunNotFound,
 )
 from .ingest.chunk import chunk_blocks
@@ -282,6 +283,25 @@ class Collection:
         use_rerank = self.settings.reranker != "none" if rerank is None else rerank
         return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug)
 
+    def execution(self, ref: str) -> dict[str, Any]:
+        """One reproducibility record of this tenant (query id or unique prefix)."""
+        with self.store.tenant(self.tenant) as conn:
+            rows = rows_as_dicts(conn.execute(queries.GET_EXECUTION, {"prefix": f"{ref}%"}))
+        if not rows:
+            raise NotFound(f"no query execution {ref!r} for tenant {self.tenant!r}")
+        if len(rows) > 1:
+            raise InvalidRequest(f"query id prefix {ref!r} is ambiguous; give more characters")
+        return rows[0]
+
+    def replay(self, ref: str) -> tuple[dict[str, Any], Answer]:
+        """Ask a recorded question again with its recorded plan: (the record, the new answer). The hashes match
+        when the store and the configuration are unchanged."""
+        record = self.execution(ref)
+        stored = dict(record["plan"])
+        filters = parse_filters(stored.pop("filters", None))
+        fields = {k: v for k, v in stored.items() if k in Plan.__dataclass_fields__}
+        return record, ask(record["question"], Plan(**fields, filters=filters), self)
+
     def explain(self, query: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
                 analyze: bool = False, **plan: Any) -> list[dict[str, str]]:
         """The SQL each leg would run for this request, with PostgreSQL's plan (EXPLAIN [ANALYZE])."""
@@ -461,9 +481,10 @@ def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[
                             timeout_s=s.rerank_timeout_s)
 
 
-def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False) -> Answer:
+def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None) -> Answer:
     """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, answer with
-    the extractive generator, keep only citations of the context; abstain when any step finds no support."""
+    the extractive generator, keep only citations of the context; abstain when any step finds no support. Each
+    answer is recorded (query_executions) with what reproduces it."""
     col = store
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -502,8 +523,24 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False) ->
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     if record is not None:
         record["result_hash"] = digest
-    return Answer(answer=text, citations=tuple(citation(c) for c in cited), abstained=not cited, debug=record,
-                  result_hash=digest)
+    citations = tuple(citation(c) for c in cited)
+    reranker = col.client.reranker if info.get("reranker_used") else None
+    query_id = uuid.uuid4()
+    with col.store.tenant(col.tenant) as conn:
+        conn.execute(queries.INSERT_EXECUTION, {
+            "query_id": query_id, "tenant_id": col.tenant, "collection_id": col.collection_id,
+            "request_id": request_id, "question_hash": ids.sha256_text(question), "question": question,
+            "plan": json.dumps({**plan.as_dict(), "filters": plan.filters_dict()}, sort_keys=True),
+            "models": json.dumps({"embedder": col.embed_model, "reranker": reranker.version if reranker else None,
+                                  "generator": "extractive"}, sort_keys=True),
+            "prompt_version": None, "generator": "extractive", "chunk_ids": [c.chunk_id for c in ranked],
+            "retrieved": json.dumps([{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
+                                     for c in ranked]),
+            "context_ids": [c.chunk_id for c in context.chunks], "answer": text,
+            "citations": json.dumps(list(citations)), "abstained": not cited,
+            "timings": json.dumps({k: round(v, 2) for k, v in timings.items()}), "result_hash": digest})
+    return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
+                  query_id=query_id)
 
 
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:

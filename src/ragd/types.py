@@ -119,6 +119,13 @@ class Plan:
     compress: bool = False
     exact: bool = False  # exact vector scan instead of the HNSW index
 
+    def filters_dict(self) -> dict[str, Any]:
+        """The filters in the form `parse_filters` reads back."""
+        f = self.filters
+        return {"tags_any": list(f.tags_any), "tags_all": list(f.tags_all), "metadata": dict(f.metadata),
+                "doc_ids": [str(d) for d in f.doc_ids], "external_ids": list(f.external_ids),
+                "effective_from": f.effective_from, "effective_to": f.effective_to}
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "k": self.k,
@@ -258,6 +265,7 @@ class Answer:
     # sha256 of the canonical JSON of the answer, the cited and the context chunk ids (seed 003): the same question
     # on the same store and configuration gives the same hash
     result_hash: str = ""
+    query_id: uuid.UUID | None = None  # its reproducibility record (`ragd executions show`)
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,

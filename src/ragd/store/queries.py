@@ -259,6 +259,23 @@ INSERT INTO embedding_cache (tenant_id, embed_model, content_hash, embedding)
 VALUES (%(tenant_id)s, %(embed_model)s, %(content_hash)s, %(embedding)s)
 ON CONFLICT DO NOTHING"""
 
+# -- query executions (reproducibility records) --------------------------------------------------------
+
+INSERT_EXECUTION = """
+INSERT INTO query_executions (query_id, tenant_id, collection_id, request_id, question_hash, question, plan, models,
+                              prompt_version, generator, chunk_ids, retrieved, context_ids, answer, citations,
+                              abstained, timings, result_hash)
+VALUES (%(query_id)s, %(tenant_id)s, %(collection_id)s, %(request_id)s, %(question_hash)s, %(question)s, %(plan)s,
+        %(models)s, %(prompt_version)s, %(generator)s, %(chunk_ids)s, %(retrieved)s, %(context_ids)s, %(answer)s,
+        %(citations)s, %(abstained)s, %(timings)s, %(result_hash)s)"""
+
+GET_EXECUTION = """
+SELECT q.query_id, c.name AS collection, q.created_at, q.request_id, q.question_hash, q.question, q.plan, q.models,
+       q.prompt_version, q.generator, q.chunk_ids, q.retrieved, q.context_ids, q.answer, q.citations, q.abstained,
+       q.timings, q.result_hash
+FROM query_executions q JOIN collections c USING (collection_id) WHERE q.query_id::text LIKE %(prefix)s
+ORDER BY q.created_at DESC LIMIT 2"""
+
 # -- runs --------------------------------------------------------------------------------------------
 
 INSERT_RUN = """
