@@ -1,6 +1,6 @@
 """`ask` latency on the sample corpus: the local reranker and the extractive generator, p50/p95 per stage.
 
-    python bench/ask_latency.py [--rounds 5]
+    python bench/ask_latency.py [--rounds 5] [--repeat 100]
 
 Each question is asked `rounds` times after one untimed pass (the model loaded, the pages warm); the result
 cache is off, so every ask retrieves, reranks and extracts. Also prints how many distinct answers the repeats
@@ -31,6 +31,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=100, help="identical asks of the first question")
     args = parser.parse_args()
     with private_ragd("bge-small-en") as client:
         col = client.collection("ask-bench")
@@ -51,10 +52,12 @@ def main() -> None:
                 answers[q].add(answer.answer)
                 if answer.abstained:
                     abstained.add(q)
+        hashes = {col.ask(QUESTIONS[0]).result_hash for _ in range(args.repeat)}
     print(f"ask, {len(QUESTIONS)} questions x {args.rounds}: "
           f"p50 {pct(totals, 50):.0f} ms  p95 {pct(totals, 95):.0f} ms")
     for stage, values in sorted(stages.items()):
         print(f"  {stage:<9} p50 {pct(values, 50):7.1f} ms  p95 {pct(values, 95):7.1f} ms")
+    print(f"{args.repeat} identical asks: {len(hashes)} distinct result_hash")
     print(f"distinct answers per question: {max(len(a) for a in answers.values())}; abstained: {len(abstained)} "
           f"({', '.join(sorted(abstained))})")
 
