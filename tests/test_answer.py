@@ -12,6 +12,7 @@ from ragd.answer import Budget, context_block, render, select
 from ragd.answer.prompt import template
 from ragd.embed import default_token_counter
 from ragd.errors import ConfigError
+from ragd.ids import sha256_text
 from ragd.types import Candidate
 
 from .conftest import DATA
@@ -171,3 +172,27 @@ def test_each_answer_is_recorded_and_replays_to_the_same_hash(client: ragd.Ragd,
     assert data["matches"] and data["replay_hash"] == answer.result_hash
     other = run_cli(["executions", "show", "0000", "-c", name], cli_env)
     assert other.returncode == 4 and "no query execution" in other.stderr
+
+
+def test_one_json_log_line_per_answered_query(cli_env: dict[str, str], name: str) -> None:
+    import json
+
+    from .conftest import SAMPLES, run_cli
+
+    assert run_cli(["ingest", str(SAMPLES), "-c", name], cli_env).returncode == 0
+    question = "What is the per diem for London?"
+    result = run_cli(["ask", question, "-c", name, "--json"], {**cli_env, "RAGD_QUERY_LOG": "stderr"})
+    assert result.returncode == 0 and json.loads(result.stdout)["citations"]  # stdout stays the answer's JSON
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert len(lines) == 1
+    line = lines[0]
+    seed = {"ts", "tenant_id", "request_id", "question_hash", "k_vec", "k_fts", "k_rerank", "num_vec_candidates",
+            "num_fts_candidates", "num_merged_candidates", "reranker_used", "reranker_skipped", "reranker_latency_ms",
+            "num_context_chunks", "context_tokens_est", "abstained", "latency_ms_total", "latency_ms_vec",
+            "latency_ms_fts", "latency_ms_merge", "latency_ms_rerank", "latency_ms_llm", "llm_provider", "llm_model",
+            "llm_prompt_tokens", "llm_completion_tokens", "http_status"}
+    assert seed <= set(line)
+    assert question not in result.stderr and line["question_hash"] == sha256_text(question)
+    assert line["reranker_used"] and line["num_context_chunks"] > 0 and line["num_merged_candidates"] > 0
+    quiet = run_cli(["ask", question, "-c", name], cli_env)  # off by default
+    assert "question_hash" not in quiet.stderr + quiet.stdout

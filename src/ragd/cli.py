@@ -266,6 +266,7 @@ def ask(question: str, collection: str | None, tenant: str | None, k: int, filte
         debug: bool, as_json: bool) -> None:
     """Answer a question from a collection with citations, or abstain when the documents do not support one."""
     col = open_collection(collection, tenant, None, create=False)
+    _query_log(col.settings.query_log)
     answer = col.ask(question, k=k, filters=parse_filter_args(filters), rerank=False if no_rerank else None,
                      debug=debug)
     if as_json:
@@ -276,6 +277,20 @@ def ask(question: str, collection: str | None, tenant: str | None, k: int, filte
         out.print(f"[dim][{n}] {c['title'] or ''} ({c['version_label']}) chunk:{c['chunk_id']}[/]")
     if debug:
         out.print_json(json.dumps(answer.debug, default=_json_default))
+
+
+def _query_log(where: str) -> None:
+    """Send the ragd.query log lines (one JSON object per answered query) where RAGD_QUERY_LOG says."""
+    if where == "off":
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stdout if where == "stdout" else sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("ragd.query")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 @main.group()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     # score (k = 60) of the first candidates, from their ranks in both legs
     abstain_rerank_threshold: float = Field(default=0.15, ge=0.0, le=1.0)
     abstain_rrf_threshold: float = Field(default=0.030, ge=0.0, le=1.0)
+    # where the CLI writes the one JSON line per answered query (logger ragd.query): off, stdout or stderr
+    query_log: Literal["off", "stdout", "stderr"] = "off"
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     exact_scan_threshold: int = Field(default=5000, ge=0)
     max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from . import ids
@@ -462,6 +464,10 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
     else:
         ranked = legs[0]
     clock.lap("fuse")
+    if debug is not None:
+        vec = len(legs[0]) if qvec is not None else 0
+        debug.update(num_vec_candidates=vec, num_fts_candidates=len(legs[-1]) if plan.fusion != "vector" else 0,
+                     num_merged_candidates=len(ranked))
     if plan.rerank:
         ranked, outcome = _rerank(query, ranked, col)
         clock.lap("rerank")
@@ -539,8 +545,38 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
             "context_ids": [c.chunk_id for c in context.chunks], "answer": text,
             "citations": json.dumps(list(citations)), "abstained": not cited,
             "timings": json.dumps({k: round(v, 2) for k, v in timings.items()}), "result_hash": digest})
+    _log_query(col, plan, info, timings, context.tokens, len(context.chunks), not cited, request_id, question,
+               (time.perf_counter() - started) * 1000)
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id)
+
+
+QUERY_LOG = logging.getLogger("ragd.query")
+
+
+def _log_query(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[str, float], context_tokens: int,
+               context_chunks: int, abstained: bool, request_id: str | None, question: str, total_ms: float) -> None:
+    """One JSON line per answered query on the `ragd.query` logger, with the fields of seed 001 ("Logging and
+    Observability"); the question only as its hash. `http_status` is the REST adapter's to fill."""
+    if not QUERY_LOG.isEnabledFor(logging.INFO):
+        return
+    line = {
+        "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "tenant_id": col.tenant, "collection": col.name, "request_id": request_id,
+        "question_hash": ids.sha256_text(question), "k_vec": plan.k_vec, "k_fts": plan.k_lex,
+        "k_rerank": info.get("k_rerank", 0), "num_vec_candidates": info.get("num_vec_candidates", 0),
+        "num_fts_candidates": info.get("num_fts_candidates", 0),
+        "num_merged_candidates": info.get("num_merged_candidates", 0),
+        "reranker_used": bool(info.get("reranker_used")), "reranker_skipped": bool(info.get("reranker_skipped")),
+        "reranker_latency_ms": info.get("reranker_latency_ms"), "num_context_chunks": context_chunks,
+        "context_tokens_est": context_tokens, "abstained": abstained, "latency_ms_total": round(total_ms, 2),
+        **{f"latency_ms_{name}": round(timings.get(stage, 0.0), 2) for name, stage in (
+            ("embed", "embed"), ("vec", "vector"), ("fts", "lexical"), ("merge", "fuse"), ("rerank", "rerank"),
+            ("llm", "generate"))},
+        "llm_provider": "extractive", "llm_model": None, "llm_prompt_tokens": 0, "llm_completion_tokens": 0,
+        "http_status": None,
+    }
+    QUERY_LOG.info(json.dumps(line, sort_keys=False))
 
 
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:
