@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo test setup bench lint quality conformance clean
+.PHONY: demo test setup bench lint quality conformance redteam clean
 SCIFACT ?= ../shared/data/beir/scifact
 # BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
 LEXICAL_FLOOR ?= 0.685
@@ -38,6 +38,12 @@ quality: setup
 conformance: setup
 	@home=$$(mktemp -d); \
 	RAGD_HOME=$$home $(BIN)/ragd conformance; rc=$$?; \
+	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
+
+## Red team probes against ask, in a throw-away RAGD_HOME: prints a pass/fail table.
+redteam: setup
+	@home=$$(mktemp -d); \
+	RAGD_HOME=$$home $(BIN)/ragd redteam; rc=$$?; \
 	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
 
 bench: setup

@@ -466,6 +466,26 @@ def conformance(embedders: Sequence[str], pin: Path | None, as_json: bool) -> No
         fail("conformance_failed", f"{failed} of {len(report.checks)} checks failed", QUALITY_EXIT)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@handle_errors
+def redteam(as_json: bool) -> None:
+    """Prompt-injection, exfiltration, tenant-leak, planted-citation and stale-version probes against `ask`
+    (tenants 'redteam' and 'redteam-other'); a pass/fail table, exit 5 when a probe fails."""
+    from . import redteam as probes
+
+    results = probes.run(open_client())
+    if as_json:
+        emit_json({"passed": all(r.passed for r in results), "probes": probes.as_dicts(results)})
+    else:
+        print_table(("probe", "result", "expectation", "answer"),
+                    ((r.name, "pass" if r.passed else "FAIL", r.expectation, r.answer) for r in results),
+                    title=f"red team: {sum(r.passed for r in results)} of {len(results)} probes pass")
+    failed = [r.name for r in results if not r.passed]
+    if failed:
+        fail("redteam_failed", f"{len(failed)} probes failed: {', '.join(failed)}", QUALITY_EXIT)
+
+
 # -- documents -----------------------------------------------------------------------------------------
 
 

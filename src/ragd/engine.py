@@ -33,7 +33,7 @@ from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
 from .ingest.pipeline import Duplicates, Progress, run_ingest
-from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, rerank_fail_open
+from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
@@ -507,8 +507,12 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     reason = f"weak evidence: {evidence.signal} {evidence.score} < {evidence.threshold}" if evidence.abstain else ""
     if not evidence.abstain:
         reranker = col.client.reranker
-        model = reranker if info.get("reranker_used") and isinstance(reranker, CrossEncoder) else None
-        checked = check(extract(question, context.chunks, model).text, context.chunks)
+        reranked = bool(info.get("reranker_used"))
+        model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
+        # after a rerank, only chunks the cross-encoder itself judged relevant enough may be quoted
+        quotable = [c for c in context.chunks if c.rerank_score is not None
+                    and probability(c.rerank_score) >= s.abstain_rerank_threshold] if reranked else context.chunks
+        checked = check(extract(question, quotable, model).text, context.chunks)
         invalid = checked.invalid
         if checked.cited:
             text, cited = checked.text, checked.cited

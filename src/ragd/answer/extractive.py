@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _RULE = re.compile(r"^\|?\s*:?-{2,}")
+# Text that addresses the assistant rather than informing the reader (prompt injection). It is never quoted: the
+# answer must not carry a document's instructions to whatever reads it next.
+INJECTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(instructions?|rules?|prompts?|directions?|guidelines)\b"
+    r"|\b(reveal|print|show|repeat|output|leak)\b[^.]{0,30}\b(system prompt|your (instructions|prompt|rules))\b"
+    r"|\byou are now\b|\bnew instructions\b|^\s*(assistant|system|ai)\s*[,:]", re.IGNORECASE)
 STOP = frozenset("a an and are as at be by can do does for from get how i in is it me my of on or our should the "
                  "to was we what when where which who why will with you your".split())
 
@@ -40,15 +46,17 @@ class Extract:
 
 def pieces(chunk: Candidate) -> list[str]:
     """A chunk's quotable pieces: its sentences, or a table's body rows with their header. Citation markers a
-    document carries in its own text are dropped: only the generator cites."""
+    document carries in its own text are dropped (only the generator cites), and so are sentences that address
+    the assistant (INJECTION)."""
     if MARKER.search(chunk.content):
         chunk = dataclasses.replace(chunk, content=MARKER.sub("", chunk.content))
     if chunk.chunk_type == "table":
         rows = [_cells(line) for line in chunk.content.splitlines() if line.strip() and not _RULE.match(line)]
         if len(rows) > 1:
             header = rows[0]
-            return ["; ".join(f"{h}: {v}" for h, v in zip(header, row) if v) for row in rows[1:]]
-    return [s.strip() for s in _SENTENCE.split(chunk.content) if len(s.strip()) > 1]
+            return ["; ".join(f"{h}: {v}" for h, v in zip(header, row) if v) for row in rows[1:]
+                    if not INJECTION.search(" ".join(row))]
+    return [s.strip() for s in _SENTENCE.split(chunk.content) if len(s.strip()) > 1 and not INJECTION.search(s)]
 
 
 def _cells(line: str) -> list[str]:
