@@ -21,8 +21,7 @@ from _common import pct, private_ragd
 from ragd.engine import retrieve
 from ragd.eval import metrics
 from ragd.eval.datasets import load
-from ragd.rerank import CrossEncoder, blend
-from ragd.rerank import _passage as passage
+from ragd.rerank import CrossEncoder, blend, passage
 
 TOPS = (10, 20, 30, 50)
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)

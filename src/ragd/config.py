@@ -16,7 +16,7 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path.home() / ".ragd")
     database_url: str | None = None
-    # login for tenant sessions (role ragd_app); derived automatically where ragd_app can log in without a password
+    # where tenant sessions log in (host, port, options); user and password are each tenant's own role (0006)
     app_database_url: str | None = None
     embedder: str = "bge-small-en"
     tenant: str = "default"

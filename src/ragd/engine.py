@@ -156,11 +156,10 @@ class Ragd:
             return dict(zip([d.name for d in cur.description or ()], row))
 
     def _create(self, tenant: str, name: str, embedder: Embedder, policy: ChunkPolicy) -> None:
-        check_name("collection name", name, 128)
+        """The collection row, its BM25 statistics and HNSW index (the tenant exists: _load opened its session)."""
         cid = ids.collection_id(tenant, name)
         dims = embedder.dims
         with self.store.admin() as conn:
-            conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant})
             conn.execute(queries.CREATE_COLLECTION, {
                 "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
                 "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict())})

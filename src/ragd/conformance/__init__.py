@@ -106,10 +106,11 @@ def corpus() -> list[ExtractedDocument]:
 def snapshot(client: Ragd, embedder: str) -> dict[str, Any]:
     """What the golden file pins for one embedder, computed by this installation."""
     col = _collection(client, embedder)
-    first = col.ingest(documents=corpus())
+    docs = corpus()
+    first = col.ingest(documents=docs)
     if first.failed:
         raise RagdError(f"conformance corpus failed to ingest: {first.failed[0].reason}")
-    again = col.ingest(documents=corpus())
+    again = col.ingest(documents=docs)
     chunks: dict[str, list[list[Any]]] = {}
     with col.store.tenant(TENANT) as conn:
         rows = conn.execute(queries.ACTIVE_CHUNKS, {"collection_id": col.collection_id}).fetchall()

@@ -105,7 +105,7 @@ def rerank(query: str, candidates: Sequence[Candidate], model: Reranker | None =
     head, tail = list(candidates[:n]), list(candidates[n:])
     if not head:
         return tail
-    scores = model.score(query, [_passage(c) for c in head])
+    scores = model.score(query, [passage(c) for c in head])
     return blend(head, scores, weight) + tail
 
 
@@ -124,11 +124,11 @@ def rerank_fail_open(query: str, candidates: Sequence[Candidate], model: Reranke
     return ranked, RerankOutcome(used=True, latency_ms=elapsed, pairs=pairs, model=model.name)
 
 
-def _passage(c: Candidate) -> str:
+def passage(c: Candidate) -> str:
     """What the reranker reads: the title and heading path, then the text."""
     lead = " > ".join(x for x in (c.title, *c.heading_path) if x)
     return f"{lead}\n{c.content}" if lead and lead not in c.content[: len(lead) + 2] else c.content
 
 
 __all__ = ["MAX_DOCS", "ApiReranker", "CrossEncoder", "RerankOutcome", "Reranker", "blend", "make_reranker",
-           "probability", "rerank", "rerank_fail_open"]
+           "passage", "probability", "rerank", "rerank_fail_open"]
