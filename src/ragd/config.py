@@ -43,6 +43,15 @@ class Settings(BaseSettings):
     # score (k = 60) of the first candidates, from their ranks in both legs
     abstain_rerank_threshold: float = Field(default=0.15, ge=0.0, le=1.0)
     abstain_rrf_threshold: float = Field(default=0.030, ge=0.0, le=1.0)
+    # the answer writer: extractive (offline, the default), openai:MODEL, anthropic:MODEL or gguf:PATH
+    generator: str = "extractive"
+    llm_base_url: str | None = None  # default: the provider's own API (openai, anthropic)
+    llm_api_key: str | None = None  # default: OPENAI_API_KEY or ANTHROPIC_API_KEY
+    llm_timeout_s: float = Field(default=60.0, gt=0)  # per attempt
+    llm_max_retries: int = Field(default=2, ge=0, le=10)  # on 408/409/429/5xx and transport errors
+    llm_max_tokens: int = Field(default=1024, ge=16, le=32768)  # of the answer
+    llm_seed: int = 0  # where the service takes one (OpenAI-compatible, gguf)
+    llm_context_tokens: int = Field(default=8192, ge=1024)  # gguf: the model's context window
     # where the CLI writes the one JSON line per answered query (logger ragd.query): off, stdout or stderr
     query_log: Literal["off", "stdout", "stderr"] = "off"
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)

@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import ids
-from .answer import Budget, select
-from .answer.abstain import ABSTAIN_ANSWER, judge
+from .answer import PROMPT_VERSION, Budget, render, select
+from .answer.abstain import ABSTAIN_ANSWER, declines, judge
 from .answer.citations import check, citation
 from .answer.extractive import extract
+from .answer.generators import Completion, Generator, make_generator
 from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
 from .embed.base import TokenCounter
@@ -71,6 +72,7 @@ class Ragd:
         self._embedder = embedder
         self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
         self._reranker: Reranker | bool | None = False  # False: not made yet
+        self._generator: Generator | bool | None = False
 
     @property
     def reranker(self) -> Reranker | None:
@@ -78,6 +80,13 @@ class Ragd:
         if self._reranker is False:
             self._reranker = make_reranker(self.settings.reranker, self.settings)
         return self._reranker  # type: ignore[return-value]
+
+    @property
+    def generator(self) -> Generator | None:
+        """The generator of RAGD_GENERATOR (None for the extractive default), made on first use."""
+        if self._generator is False:
+            self._generator = make_generator(self.settings.generator, self.settings)
+        return self._generator  # type: ignore[return-value]
 
     def close(self) -> None:
         self.store.close()
@@ -486,54 +495,66 @@ def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[
                             timeout_s=s.rerank_timeout_s)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Written:
+    text: str
+    cited: tuple[Candidate, ...] = ()
+    invalid: tuple[str, ...] = ()
+    reason: str = ""  # why it abstained
+    completion: Completion | None = None
+    prompt_version: str | None = None
+
+
 def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None) -> Answer:
-    """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, answer with
-    the extractive generator, keep only citations of the context; abstain when any step finds no support. Each
-    answer is recorded (query_executions) with what reproduces it."""
+    """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, write the
+    answer with the configured generator, keep only citations of the context; abstain when any step finds no
+    support. Each answer is recorded (query_executions) with what reproduces it. A generator that fails raises
+    LLMUnavailable."""
     col = store
     started = time.perf_counter()
     timings: dict[str, float] = {}
     info: dict[str, Any] = {}
     ranked = retrieve(question, plan, col, timings=timings, debug=info)
     s = col.settings
-    evidence = judge(ranked, reranked=bool(info.get("reranker_used")), rerank_threshold=s.abstain_rerank_threshold,
+    reranked = bool(info.get("reranker_used"))
+    evidence = judge(ranked, reranked=reranked, rerank_threshold=s.abstain_rerank_threshold,
                      rrf_threshold=s.abstain_rrf_threshold)
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
-    text = ABSTAIN_ANSWER
-    cited: tuple[Candidate, ...] = ()
-    invalid: tuple[str, ...] = ()
-    reason = f"weak evidence: {evidence.signal} {evidence.score} < {evidence.threshold}" if evidence.abstain else ""
-    if not evidence.abstain:
-        reranker = col.client.reranker
-        reranked = bool(info.get("reranker_used"))
-        model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
-        # after a rerank, only chunks the cross-encoder itself judged relevant enough may be quoted
-        quotable = [c for c in context.chunks if c.rerank_score is not None
-                    and probability(c.rerank_score) >= s.abstain_rerank_threshold] if reranked else context.chunks
-        checked = check(extract(question, quotable, model).text, context.chunks)
-        invalid = checked.invalid
-        if checked.cited:
-            text, cited = checked.text, checked.cited
-        else:
-            reason = "no sentence of the context supports an answer"
+    generator = col.client.generator
+    if evidence.abstain:
+        written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
+                                                  f"{evidence.threshold}")
+    elif generator is None:
+        written = _extractive(question, context.chunks, col, reranked)
+    else:
+        written = _generated(question, context.chunks, generator)
     clock.lap("generate")
+    cited = written.cited
+    text = written.text if cited else ABSTAIN_ANSWER
+    generator_name = generator.name if generator else "extractive"
+    # the context was laid out (and counted) in this template version's format, whichever generator wrote
+    prompt_version = written.prompt_version or PROMPT_VERSION
     record = None
     if debug:
-        record = {**info, "abstain_reason": reason or None, "evidence": dataclasses.asdict(evidence),
-                  "generator": "extractive", "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
-                  "context_tokens": context.tokens, "invalid_citations": list(invalid),
+        record = {**info, "abstain_reason": written.reason or None, "evidence": dataclasses.asdict(evidence),
+                  "generator": generator_name, "prompt_version": prompt_version,
+                  "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
+                  "context_tokens": context.tokens, "invalid_citations": list(written.invalid),
                   "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
                                 for c in ranked],
                   "timings_ms": {k: round(v, 2) for k, v in timings.items()},
                   "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+        if written.completion is not None:
+            record["generated"] = written.completion.text
+            record["finish_reason"] = written.completion.finish_reason
     canonical = {"answer": text, "abstained": not cited, "cited": [str(c.chunk_id) for c in cited],
                  "context": [str(c.chunk_id) for c in context.chunks]}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     if record is not None:
         record["result_hash"] = digest
     citations = tuple(citation(c) for c in cited)
-    reranker = col.client.reranker if info.get("reranker_used") else None
+    reranker = col.client.reranker if reranked else None
     query_id = uuid.uuid4()
     with col.store.tenant(col.tenant) as conn:
         conn.execute(queries.INSERT_EXECUTION, {
@@ -541,24 +562,57 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
             "request_id": request_id, "question_hash": ids.sha256_text(question), "question": question,
             "plan": json.dumps({**plan.as_dict(), "filters": plan.filters_dict()}, sort_keys=True),
             "models": json.dumps({"embedder": col.embed_model, "reranker": reranker.version if reranker else None,
-                                  "generator": "extractive"}, sort_keys=True),
-            "prompt_version": None, "generator": "extractive", "chunk_ids": [c.chunk_id for c in ranked],
+                                  "generator": generator.version if generator else "extractive"}, sort_keys=True),
+            "prompt_version": prompt_version, "generator": generator_name,
+            "chunk_ids": [c.chunk_id for c in ranked],
             "retrieved": json.dumps([{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
                                      for c in ranked]),
             "context_ids": [c.chunk_id for c in context.chunks], "answer": text,
             "citations": json.dumps(list(citations)), "abstained": not cited,
             "timings": json.dumps({k: round(v, 2) for k, v in timings.items()}), "result_hash": digest})
     _log_query(col, plan, info, timings, context.tokens, len(context.chunks), not cited, request_id, question,
-               (time.perf_counter() - started) * 1000)
+               (time.perf_counter() - started) * 1000, generator, written.completion)
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id)
+
+
+def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool) -> _Written:
+    """The context's best sentences, each with its marker. After a rerank only chunks the cross-encoder itself
+    judged relevant enough may be quoted, and it scores the sentences."""
+    reranker = col.client.reranker
+    model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
+    threshold = col.settings.abstain_rerank_threshold
+    quotable = [c for c in context if c.rerank_score is not None
+                and probability(c.rerank_score) >= threshold] if reranked else list(context)
+    checked = check(extract(question, quotable, model).text, context)
+    if not checked.cited:
+        return _Written(ABSTAIN_ANSWER, invalid=checked.invalid,
+                        reason="no sentence of the context supports an answer")
+    return _Written(checked.text, checked.cited, checked.invalid)
+
+
+def _generated(question: str, context: Sequence[Candidate], generator: Generator) -> _Written:
+    """The model's answer to prompt v1 over the context, its citations checked: one that is not a context chunk
+    is removed, and an answer left with none, or that says the context does not answer, is an abstention."""
+    prompt = render(question, context)
+    completion = generator.complete(prompt)
+    checked = check(completion.text, context)
+    reason = ""
+    if declines(completion.text):
+        reason = "the generator said the context does not answer the question"
+    elif not checked.cited:
+        reason = "the generated answer cites no chunk of the context"
+    if reason:
+        return _Written(ABSTAIN_ANSWER, (), checked.invalid, reason, completion, prompt.version)
+    return _Written(checked.text, checked.cited, checked.invalid, "", completion, prompt.version)
 
 
 QUERY_LOG = logging.getLogger("ragd.query")
 
 
 def _log_query(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[str, float], context_tokens: int,
-               context_chunks: int, abstained: bool, request_id: str | None, question: str, total_ms: float) -> None:
+               context_chunks: int, abstained: bool, request_id: str | None, question: str, total_ms: float,
+               generator: Generator | None = None, completion: Completion | None = None) -> None:
     """One JSON line per answered query on the `ragd.query` logger, with the fields of seed 001 ("Logging and
     Observability"); the question only as its hash. `http_status` is the REST adapter's to fill."""
     if not QUERY_LOG.isEnabledFor(logging.INFO):
@@ -576,7 +630,10 @@ def _log_query(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[
         **{f"latency_ms_{name}": round(timings.get(stage, 0.0), 2) for name, stage in (
             ("embed", "embed"), ("vec", "vector"), ("fts", "lexical"), ("merge", "fuse"), ("rerank", "rerank"),
             ("llm", "generate"))},
-        "llm_provider": "extractive", "llm_model": None, "llm_prompt_tokens": 0, "llm_completion_tokens": 0,
+        "llm_provider": generator.provider if generator else "extractive",
+        "llm_model": generator.model if generator else None,
+        "llm_prompt_tokens": completion.prompt_tokens or 0 if completion else 0,
+        "llm_completion_tokens": completion.completion_tokens or 0 if completion else 0,
         "http_status": None,
     }
     QUERY_LOG.info(json.dumps(line, sort_keys=False))

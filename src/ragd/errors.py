@@ -119,3 +119,11 @@ class ProviderError(EmbeddingError):
     """A network model provider failed after retries."""
 
     code = "provider_unavailable"
+
+
+class LLMUnavailable(RagdError):
+    """The generator (an LLM API or a local model) failed or timed out after its retries. The REST adapter
+    answers 502 `llm_unavailable`."""
+
+    code = "llm_unavailable"
+    exit_code = 6

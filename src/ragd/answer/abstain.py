@@ -12,6 +12,7 @@ Both are configurable; `ragd eval` is to calibrate them (not yet: see the README
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,3 +44,18 @@ def judge(ranked: Sequence[Candidate], *, reranked: bool, rerank_threshold: floa
 def _rrf(c: Candidate, k: int) -> float:
     return sum(1 / (k + rank) for rank in (c.vector_rank, c.lexical_rank) if rank is not None)
 
+
+
+# A generator's own "I don't know" (the prompt's rule 1 and its one-shot example), said at the start of its answer.
+_DECLINES = re.compile(
+    r"^\W*(?:i\s+(?:do\s+not|don'?t|cannot|can'?t|am\s+(?:not\s+able|unable)\s+to)\b.{0,60}?"
+    r"\b(?:information|know|answer|find|determine|say)\b"
+    r"|(?:the\s+)?(?:provided\s+|given\s+)?(?:context|documents?|sources?)\s+(?:does|do)\s+not\s+"
+    r"(?:contain|provide|mention|say|include|cover|specify)"
+    r"|there\s+is\s+no\s+(?:information|mention)|not\s+enough\s+information|\[?no\s+citations\s+available)",
+    re.IGNORECASE | re.DOTALL)
+
+
+def declines(answer: str) -> bool:
+    """Whether a generated answer opens by saying the context does not answer the question."""
+    return bool(_DECLINES.match(answer[:300]))

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
+from typing import Any
 
-import httpx
 import numpy as np
 
 from ..errors import ProviderError
+from ..net import post_json
 from .base import Vectors, l2_normalize
 
 MAX_BATCH = 256
-_RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 
 
 class OpenAIEmbedder:
@@ -48,32 +47,14 @@ class OpenAIEmbedder:
         return self._dims
 
     def _call(self, texts: Sequence[str]) -> Vectors:
-        payload: dict[str, object] = {"model": self._model, "input": list(texts)}
-        last_error = ""
-        for attempt in range(self._retries + 1):
-            if attempt:
-                time.sleep(self._backoff * 2 ** (attempt - 1))
-            try:
-                response = httpx.post(self._url, json=payload, headers=self._headers, timeout=self._timeout)
-            except httpx.HTTPError as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-                continue
-            if response.status_code in _RETRYABLE:
-                last_error = f"HTTP {response.status_code}: {response.text[:200]}"
-                continue
-            if response.status_code >= 400:
-                raise ProviderError(
-                    f"embedding provider {self._url} refused the request: HTTP {response.status_code}: "
-                    f"{response.text[:300]}"
-                )
-            return self._parse(response, len(texts))
-        raise ProviderError(
-            f"embedding provider {self._url} failed after {self._retries + 1} attempts: {last_error}"
-        )
+        data = post_json(self._url, {"model": self._model, "input": list(texts)}, headers=self._headers,
+                         timeout_s=self._timeout, retries=self._retries, backoff_s=self._backoff,
+                         what=f"embedding provider {self._url}", error=ProviderError)
+        return self._parse(data, len(texts))
 
-    def _parse(self, response: httpx.Response, expected: int) -> Vectors:
+    def _parse(self, body: Any, expected: int) -> Vectors:
         try:
-            data = sorted(response.json()["data"], key=lambda item: int(item["index"]))
+            data = sorted(body["data"], key=lambda item: int(item["index"]))
             vectors = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise ProviderError(f"embedding provider {self._url} sent an unreadable response: {exc}") from exc
