@@ -339,33 +339,44 @@ QUALITY_EXIT = 5
 
 @main.command("eval")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--plans", default="lexical,vector,rrf,weighted", show_default=True,
+@click.option("--plans", default=None,
               help="Comma-separated: lexical, vector, rrf, weighted, weighted:KEYWORD_WEIGHT; add +rerank to "
-                   "rerank a plan (e.g. weighted,weighted+rerank).")
+                   "rerank a plan (e.g. weighted,weighted+rerank). Default: lexical,vector,rrf,weighted, or none "
+                   "with --answers.")
 @common
 @click.option("--embedder", "-e", help="Embedder for the corpus collection (default: RAGD_EMBEDDER).")
 @click.option("--depth", default=100, show_default=True, type=click.IntRange(10, 1000),
               help="Results per query (pools grow to match).")
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for results.json/csv, per_query.csv, chart.png.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Folder for results.json/csv, per_query.csv, chart.png (and answers.json, answers_per_query.csv).")
 @click.option("--max-queries", type=click.IntRange(1), help="Evaluate only the first N queries (file order).")
 @click.option("--fail-under", multiple=True, metavar="PLAN:METRIC=VALUE",
-              help="Exit 5 when a plan scores below the value, e.g. lexical:ndcg@10=0.67 (repeatable).")
+              help="Exit 5 when a plan scores below the value, e.g. lexical:ndcg@10=0.67; answers:abstain_f1=0.8 "
+                   "gates the held-out answer figures (repeatable).")
+@click.option("--answers", is_flag=True,
+              help="Also evaluate answers: calibrate abstention on a scope split, then ask every question.")
+@click.option("--calibrate/--no-calibrate", default=True, show_default=True,
+              help="With --answers: choose the abstain thresholds on the calibration half (else the configured).")
+@click.option("--min-answered", default=0.9, show_default=True, type=click.FloatRange(0, 1),
+              help="With --answers: the share of answerable in-scope questions the thresholds must keep answered.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
 @handle_errors
-def eval_command(path: Path, plans: str, collection: str | None, tenant: str | None, embedder: str | None,
-                 depth: int, out: Path | None, max_queries: int | None, fail_under: Sequence[str],
-                 as_json: bool) -> None:
+def eval_command(path: Path, plans: str | None, collection: str | None, tenant: str | None, embedder: str | None,
+                 depth: int, out_dir: Path | None, max_queries: int | None, fail_under: Sequence[str], answers: bool,
+                 calibrate: bool, min_answered: float, as_json: bool) -> None:
     """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
-    ragd questions JSONL file (against --collection)."""
+    ragd questions JSONL file (against --collection); with --answers, answer quality and calibrated abstention."""
     from .eval import report as eval_report
+    from .eval.answers import evaluate_answers
     from .eval.datasets import load
     from .eval.runner import evaluate
 
     gates = [_parse_gate(g) for g in fail_under]
+    plans = plans if plans is not None else ("" if answers else "lexical,vector,rrf,weighted")
     names = [p.strip() for p in plans.split(",") if p.strip()]
-    if not names:
+    if not names and not answers:
         raise InvalidRequest(f"--plans {plans!r} names no plan; e.g. --plans lexical,vector,rrf,weighted")
-    dataset = load(path).head(max_queries)
+    full = load(path)
     client = open_client(embedder)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
@@ -374,20 +385,37 @@ def eval_command(path: Path, plans: str, collection: str | None, tenant: str | N
         def on_progress(stage: str, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, stage=stage)
 
-        result = evaluate(client, dataset, names, collection=collection, tenant=tenant, depth=depth,
-                          on_progress=on_progress)
-    outputs = eval_report.write(result, out or client.settings.home / "eval" / dataset.name)
-    payload = {**result.as_dict(), "outputs": outputs}
+        result = evaluate(client, full.head(max_queries), names, collection=collection, tenant=tenant,
+                          depth=depth, on_progress=on_progress) if names else None
+        answered = evaluate_answers(client, full, collection=collection if not names else None, tenant=tenant,
+                                    calibrate=calibrate, min_answered=min_answered, max_queries=max_queries,
+                                    on_progress=on_progress) if answers else None
+    folder = out_dir or client.settings.home / "eval" / full.name
+    outputs = eval_report.write(result, folder) if result else {}
+    if answered:
+        outputs.update(eval_report.write_answers(answered, folder))
+    payload = {**(result.as_dict() if result else {"dataset": full.name}), "outputs": outputs}
+    if answered:
+        payload["answers"] = answered.as_dict()
     if as_json:
         emit_json(payload)
     else:
-        _print_eval(result, outputs)
+        if result:
+            _print_eval(result, outputs)
+        if answered:
+            _print_answers(answered, full.name)
+        out.print("written: " + ", ".join(outputs.values()))
     failures = []
     for plan, metric, floor in gates:
-        if plan not in result.plans:
+        if plan == "answers":
+            if answered is None:
+                raise InvalidRequest("--fail-under answers:… needs --answers")
+            value = answered.parts["held_out"].get(metric)
+        elif result is None or plan not in result.plans:
             raise InvalidRequest(f"--fail-under names plan {plan!r}, which was not run (--plans {plans})")
-        value = result.plans[plan].metrics.get(metric)
-        if value is None:
+        else:
+            value = result.plans[plan].metrics.get(metric)
+        if not isinstance(value, float | int):
             raise InvalidRequest(f"--fail-under names unknown metric {metric!r}")
         if value < floor:
             failures.append(f"{plan} {metric} = {value:.4f} < {floor}")
@@ -431,7 +459,34 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
     out.print(stages)
     if result.ingest:
         out.print(f"corpus: {json.dumps(result.ingest)}")
-    out.print("written: " + ", ".join(outputs.values()))
+
+
+ANSWER_COLUMNS = ("questions", "abstain_precision", "abstain_recall", "abstain_f1", "answered",
+                  "adversarial_abstained", "answer_recall", "token_f1", "citation_precision", "citation_recall",
+                  "at_most_3_pieces")
+
+
+def _print_answers(report: Any, dataset: str) -> None:
+    split, th = report.split, report.thresholds
+    out.print(f"[bold]answers[/] on {dataset}: collection {report.collection} holds {split['documents']} documents "
+              f"of {split['groups_in_scope']} groups; asked {split['asked']} questions ({split['in_scope']} in "
+              f"scope, {split['out_of_scope']} out of scope, {split['adversarial']} adversarial unanswerable)")
+    how = (f"calibrated on {th.get('questions', 0)} questions of the calibration half" if th.get("calibrated")
+           else "as configured")
+    out.print(f"abstain thresholds ({how}): rerank {th['rerank']}, rrf {th['rrf']}")
+    table = Table(title="answers (abstain figures: abstaining is the positive class; answered: in-scope answerable)")
+    table.add_column("part")
+    for column in ANSWER_COLUMNS:
+        table.add_column(column.replace("_", " "), justify="right")
+    table.add_column("p50 / p95 ms", justify="right")
+    for part, values in report.parts.items():
+        cells = [str(values[c]) if isinstance(values[c], int) else "-" if values[c] is None else f"{values[c]:.3f}"
+                 for c in ANSWER_COLUMNS]
+        table.add_row(part, *cells, f"{values['latency_ms']['p50']:.0f} / {values['latency_ms']['p95']:.0f}")
+    out.print(table)
+    stages = report.parts["held_out"]["stages_ms"]
+    out.print("held-out stages p50/p95 ms: " + ", ".join(f"{s} {v['p50']:.0f}/{v['p95']:.0f}"
+                                                         for s, v in stages.items()))
 
 
 # -- conformance ---------------------------------------------------------------------------------------

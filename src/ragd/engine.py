@@ -505,11 +505,12 @@ class _Written:
     prompt_version: str | None = None
 
 
-def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None) -> Answer:
+def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None,
+        abstain_thresholds: tuple[float, float] | None = None) -> Answer:
     """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, write the
     answer with the configured generator, keep only citations of the context; abstain when any step finds no
     support. Each answer is recorded (query_executions) with what reproduces it. A generator that fails raises
-    LLMUnavailable."""
+    LLMUnavailable. `abstain_thresholds` (rerank, rrf) replace the configured ones (calibration)."""
     col = store
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -517,8 +518,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     ranked = retrieve(question, plan, col, timings=timings, debug=info)
     s = col.settings
     reranked = bool(info.get("reranker_used"))
-    evidence = judge(ranked, reranked=reranked, rerank_threshold=s.abstain_rerank_threshold,
-                     rrf_threshold=s.abstain_rrf_threshold)
+    rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
+    evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
     generator = col.client.generator
@@ -526,7 +527,7 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
     elif generator is None:
-        written = _extractive(question, context.chunks, col, reranked)
+        written = _extractive(question, context.chunks, col, reranked, rerank_floor)
     else:
         written = _generated(question, context.chunks, generator)
     clock.lap("generate")
@@ -576,12 +577,12 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                   query_id=query_id)
 
 
-def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool) -> _Written:
+def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
+                threshold: float) -> _Written:
     """The context's best sentences, each with its marker. After a rerank only chunks the cross-encoder itself
     judged relevant enough may be quoted, and it scores the sentences."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
-    threshold = col.settings.abstain_rerank_threshold
     quotable = [c for c in context if c.rerank_score is not None
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
     checked = check(extract(question, quotable, model).text, context)

@@ -2,7 +2,7 @@
 
 Questions JSONL, one object per line:
     {"id": "q1", "question": "...", "relevant_doc_ids": ["handbook.md"], "relevant_chunk_ids": [],
-     "answer": "...", "answerable": true}
+     "answer": "..." (or "answers": [...]), "answerable": true}
 `id` defaults to the line number; relevance is judged by document external id (`relevant_doc_ids`, graded
 with `{"id": grade}` objects if needed) or by chunk id (`relevant_chunk_ids`)."""
 
@@ -29,6 +29,9 @@ class EvalSet:
     unit: Unit = "doc"
     answerable: dict[str, bool] = field(default_factory=dict)
     documents: tuple[dict[str, str], ...] = ()  # an in-memory corpus (SQuAD paragraphs)
+    answers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # gold answer strings
+    groups: dict[str, str] = field(default_factory=dict)  # question -> its group (a SQuAD article)
+    doc_groups: dict[str, str] = field(default_factory=dict)  # document -> its group
 
     @property
     def has_corpus(self) -> bool:
@@ -42,7 +45,8 @@ class EvalSet:
         return EvalSet(name=self.name, queries={q: self.queries[q] for q in keep},
                        qrels={q: self.qrels[q] for q in keep if q in self.qrels}, corpus=self.corpus,
                        unit=self.unit, answerable={q: self.answerable[q] for q in keep if q in self.answerable},
-                       documents=self.documents)
+                       documents=self.documents, answers={q: self.answers[q] for q in keep if q in self.answers},
+                       groups={q: self.groups[q] for q in keep if q in self.groups}, doc_groups=self.doc_groups)
 
 
 def _slug(name: str) -> str:
@@ -94,23 +98,31 @@ def load_squad(path: Path) -> EvalSet:
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     answerable: dict[str, bool] = {}
+    answers: dict[str, tuple[str, ...]] = {}
+    groups: dict[str, str] = {}
+    doc_groups: dict[str, str] = {}
     for article in articles:
+        title = str(article["title"])
         for number, para in enumerate(article["paragraphs"]):
-            doc_id = f"{article['title']}/{number}"
-            documents.append({"id": doc_id, "title": str(article["title"]).replace("_", " "), "text": para["context"]})
+            doc_id = f"{title}/{number}"
+            documents.append({"id": doc_id, "title": title.replace("_", " "), "text": para["context"]})
+            doc_groups[doc_id] = title
             for qa in para["qas"]:
                 queries[qa["id"]] = qa["question"]
+                groups[qa["id"]] = title
                 answerable[qa["id"]] = not qa.get("is_impossible", False)
                 if answerable[qa["id"]]:
                     qrels[qa["id"]] = {doc_id: 1}
+                    answers[qa["id"]] = tuple(dict.fromkeys(a["text"] for a in qa.get("answers", [])))
     return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, answerable=answerable,
-                   documents=tuple(documents))
+                   documents=tuple(documents), answers=answers, groups=groups, doc_groups=doc_groups)
 
 
 def load_questions(path: Path) -> EvalSet:
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     answerable: dict[str, bool] = {}
+    answers: dict[str, tuple[str, ...]] = {}
     units: set[str] = set()
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
@@ -129,7 +141,10 @@ def load_questions(path: Path) -> EvalSet:
                     units.add(unit)
                     qrels.setdefault(qid, {}).update({str(k): int(v) for k, v in grades.items()})
             answerable[qid] = bool(rec.get("answerable", qid in qrels))
+            gold = rec.get("answers", rec.get("answer"))
+            if gold:
+                answers[qid] = tuple(str(a) for a in (gold if isinstance(gold, list) else [gold]))
     if len(units) > 1:
         raise InvalidRequest(f"{path}: use either relevant_doc_ids or relevant_chunk_ids, not both")
     return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, unit="chunk" if units == {"chunk"} else "doc",
-                   answerable=answerable)
+                   answerable=answerable, answers=answers)

@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+from .answers import AnswerReport
 from .metrics import METRICS
 from .runner import EvalReport
 
@@ -42,6 +43,20 @@ def write(report: EvalReport, out_dir: Path) -> dict[str, str]:
     if chart(report, paths["chart"]):
         written["chart"] = str(paths["chart"])
     return written
+
+
+def write_answers(report: AnswerReport, out_dir: Path) -> dict[str, str]:
+    """answers.json (thresholds, split, figures per part) and answers_per_query.csv."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"answers_json": out_dir / "answers.json", "answers_per_query": out_dir / "answers_per_query.csv"}
+    paths["answers_json"].write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with open(paths["answers_per_query"], "w", newline="", encoding="utf-8") as fh:
+        lines = csv.writer(fh)
+        lines.writerow(["query_id", "kind", "abstained", "pieces", "cited_docs", "latency_ms", "answer"])
+        for a in report.asked:
+            lines.writerow([a.qid, a.kind, int(a.abstained), a.pieces, " ".join(a.cited_docs),
+                            round(a.latency_ms, 2), a.answer])
+    return {k: str(v) for k, v in paths.items()}
 
 
 def chart(report: EvalReport, path: Path) -> bool:
