@@ -81,6 +81,7 @@ def test_ragd_eval_answers_on_real_squad_articles(tmp_path: Path, cli_env: dict[
     rows = list(csv.DictReader((out / "answers_per_query.csv").open(encoding="utf-8")))
     assert len(rows) == 60 and {r["kind"] for r in rows} <= {"in_scope", "out_of_scope", "adversarial"}
     assert json.loads((out / "answers.json").read_text())["thresholds"] == thresholds
+    assert (out / "answers.png").read_bytes().startswith(b"\x89PNG")
     gate = run_cli(["eval", str(path), "--answers", "--max-queries", "16", "--no-calibrate",
                     "--fail-under", "answers:abstain_f1=1.01"], cli_env)
     assert gate.returncode == 5 and "answers abstain_f1 =" in gate.stderr

@@ -1,10 +1,11 @@
-"""Evaluation outputs: CSV, JSON, per-query CSV and a PNG chart."""
+"""Evaluation outputs: CSV, JSON, per-query CSV and PNG charts, for retrieval plans and for answers."""
 
 from __future__ import annotations
 
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 from .answers import AnswerReport
 from .metrics import METRICS
@@ -56,17 +57,57 @@ def write_answers(report: AnswerReport, out_dir: Path) -> dict[str, str]:
         for a in report.asked:
             lines.writerow([a.qid, a.kind, int(a.abstained), a.pieces, " ".join(a.cited_docs),
                             round(a.latency_ms, 2), a.answer])
-    return {k: str(v) for k, v in paths.items()}
+    written = {k: str(v) for k, v in paths.items()}
+    if answers_chart(report, out_dir / "answers.png"):
+        written["answers_chart"] = str(out_dir / "answers.png")
+    return written
 
 
-def chart(report: EvalReport, path: Path) -> bool:
-    """Quality and latency per plan; False when matplotlib is not installed (pip install 'ragd[eval]')."""
+ANSWER_SHOWN = ("abstain_precision", "abstain_recall", "abstain_f1", "answered", "answer_recall", "token_f1",
+                "citation_precision", "citation_recall")
+
+
+def answers_chart(report: AnswerReport, path: Path) -> bool:
+    """The answer figures of each half, side by side; False without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(11, 4))
+    parts = list(report.parts)
+    width = 0.8 / len(parts)
+    for i, part in enumerate(parts):
+        values = [float(report.parts[part][m] or 0.0) for m in ANSWER_SHOWN]
+        bars = ax.bar([x + i * width for x in range(len(ANSWER_SHOWN))], values, width, label=part)
+        ax.bar_label(bars, fmt="%.3f", fontsize=6, rotation=90, padding=2)
+    ax.set_xticks([x + width * (len(parts) - 1) / 2 for x in range(len(ANSWER_SHOWN))],
+                  [m.replace("_", " ") for m in ANSWER_SHOWN])
+    ax.tick_params(axis="x", rotation=20, labelsize=8)
+    ax.set_ylim(0, 1.18)
+    th = report.thresholds
+    ax.set_title(f"answers ({report.split['asked']} questions; abstain thresholds rerank {th['rerank']}, "
+                 f"rrf {th['rrf']})")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def _pyplot() -> Any:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def chart(report: EvalReport, path: Path) -> bool:
+    """Quality and latency per plan; False when matplotlib is not installed (pip install 'ragd[eval]')."""
+    plt = _pyplot()
+    if plt is None:
         return False
     names = list(report.plans)
     shown = ["ndcg@10", "mrr@10", "recall@10", "recall@100"]
