@@ -1,0 +1,88 @@
+"""API keys per tenant: made with 256 random bits, shown once, stored as their sha256, revoked by id.
+
+A key reads `ragd_<8 hex of its id>_<43 url-safe characters>`; the prefix before the second underscore is what
+`ragd keys list` shows. Authentication hashes the presented key and looks the hash up (an index probe: timing
+says nothing about how close a guess was)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+from typing import Any
+
+from .errors import InvalidRequest, NotFound
+from .store import Store
+from .store.postgres import check_tenant
+
+_SHAPE = re.compile(r"ragd_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
+
+CREATE = """
+INSERT INTO api_keys (key_id, tenant_id, key_hash, name, prefix)
+VALUES (%(key_id)s, %(tenant_id)s, %(key_hash)s, %(name)s, %(prefix)s)"""
+LIST = """
+SELECT key_id, tenant_id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys
+WHERE %(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s ORDER BY tenant_id, created_at, key_id"""
+REVOKE = "UPDATE api_keys SET revoked_at = now() WHERE key_id = %(key_id)s AND revoked_at IS NULL RETURNING tenant_id"
+LOOKUP = """
+UPDATE api_keys SET last_used_at = now()
+WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
+  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+RETURNING tenant_id"""
+LOOKUP_FRESH = "SELECT tenant_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL"
+ACTIVE = "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL"
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def create(store: Store, tenant_id: str, name: str = "") -> tuple[dict[str, Any], str]:
+    """(the key's record, the key itself: shown once, never stored)."""
+    store.tenant_role(check_tenant(tenant_id))  # the tenant exists from now on
+    key_id = uuid.uuid4()
+    prefix = f"ragd_{key_id.hex[:8]}"
+    key = f"{prefix}_{secrets.token_urlsafe(32)}"
+    with store.admin() as conn:
+        conn.execute(CREATE, {"key_id": key_id, "tenant_id": tenant_id, "key_hash": digest(key), "name": name,
+                              "prefix": prefix})
+    return {"key_id": str(key_id), "tenant_id": tenant_id, "name": name, "prefix": prefix}, key
+
+
+def list_keys(store: Store, tenant_id: str | None = None) -> list[dict[str, Any]]:
+    with store.admin() as conn:
+        cur = conn.execute(LIST, {"tenant_id": tenant_id})
+        names = [d.name for d in cur.description or ()]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def revoke(store: Store, key_id: str) -> str:
+    """Revoke a key by its id (or its `ragd_xxxxxxxx` prefix); returns its tenant."""
+    with store.admin() as conn:
+        rows = conn.execute("SELECT key_id FROM api_keys WHERE key_id::text = %(ref)s OR prefix = %(ref)s",
+                            {"ref": key_id}).fetchall()
+        if len(rows) != 1:
+            raise NotFound(f"no API key {key_id!r} (see `ragd keys list`)") if not rows else InvalidRequest(
+                f"{key_id!r} names {len(rows)} keys; give the key id")
+        row = conn.execute(REVOKE, {"key_id": rows[0][0]}).fetchone()
+        if row is None:
+            raise InvalidRequest(f"API key {key_id!r} is already revoked")
+        return str(row[0])
+
+
+def authenticate(store: Store, key: str) -> str | None:
+    """The tenant of a valid, unrevoked key; None otherwise."""
+    if not _SHAPE.fullmatch(key):
+        return None
+    hashed = digest(key)
+    with store.admin() as conn:
+        row = conn.execute(LOOKUP, {"key_hash": hashed}).fetchone() or conn.execute(
+            LOOKUP_FRESH, {"key_hash": hashed}).fetchone()
+    return str(row[0]) if row else None
+
+
+def active(store: Store) -> int:
+    with store.admin() as conn:
+        row = conn.execute(ACTIVE).fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,386 @@
+"""The REST adapter (FastAPI): each handler parses, makes one library call, formats, and maps errors to one JSON
+shape `{"error": CODE, "message": ...}`.
+
+The tenant comes from the API key (`Authorization: Bearer ragd_...`), never from the body: a body `tenant_id`
+that differs from the key's is refused. A server whose database holds no active key runs open (each request
+names its tenant, seed 001's V1), which `ragd serve` allows on loopback only."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import keys
+from ..config import Settings, load_settings
+from ..engine import Ragd, connect
+from ..errors import (
+    DatabaseUnavailable,
+    InvalidRequest,
+    LLMUnavailable,
+    NotFound,
+    RagdError,
+)
+
+log = logging.getLogger("ragd.server")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
+
+
+def _status(exc: RagdError) -> tuple[int, str]:
+    if isinstance(exc, InvalidRequest):
+        return 400, "bad_request"
+    if isinstance(exc, NotFound):
+        return 404, exc.code
+    if isinstance(exc, LLMUnavailable):
+        return 502, "llm_unavailable"
+    if isinstance(exc, DatabaseUnavailable):
+        return 503, "database_unavailable"
+    if exc.exit_code == 2:  # a request the configuration cannot serve (dimensions, models)
+        return 400, "bad_request"
+    return 500, "internal"
+
+
+def error_body(code: str, message: str) -> dict[str, str]:
+    return {"error": code, "message": message}
+
+
+# -- request and response models ------------------------------------------------------------------------------
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueryRequest(_Strict):
+    """Seed 001 section 6 (`collection` added: the default collection when omitted)."""
+
+    tenant_id: str | None = None
+    question: str = Field(min_length=1, max_length=8192)
+    top_k: int = Field(default=10, ge=1, le=50)
+    debug: bool = False
+    collection: str | None = None
+
+
+class Citation(BaseModel):
+    doc_id: str
+    doc_version_id: str
+    chunk_id: str
+    title: str | None
+    version_label: str | None
+
+
+class QueryResponse(BaseModel):
+    answer: str
+    citations: list[Citation]
+    abstained: bool
+    debug: dict[str, Any] | None
+
+
+class SearchRequest(_Strict):
+    """Seed 002 POST /api/rag/search."""
+
+    query: str = Field(min_length=1, max_length=8192)
+    namespace: str = "default"
+    limit: int = Field(default=10, ge=1, le=100)
+    threshold: float = Field(default=0.7, ge=-1.0, le=1.0)
+    useReranking: bool = True
+    keywordWeight: float = Field(default=0.3, ge=0.0, le=1.0)
+    semanticWeight: float = Field(default=0.7, ge=0.0, le=1.0)
+
+
+class SearchResult(BaseModel):
+    id: str
+    content: str
+    similarity: float
+    keywordRank: float
+    combinedScore: float
+    metadata: dict[str, Any]
+    namespace: str
+    sourceId: str | None
+    chunkIndex: int
+    rerankScore: float | None = None
+
+
+class SearchResponse(BaseModel):
+    success: bool
+    query: str
+    results: list[SearchResult]
+    latencyMs: float
+    rerankingApplied: bool
+
+
+class IndexDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: Any = None  # checked per item: a bad item is listed in `failed`, the rest are indexed
+    metadata: Any = None
+    id: Any = None
+    sourceId: Any = None
+
+
+class IndexRequest(_Strict):
+    """Seed 002 POST /api/rag/index."""
+
+    documents: list[IndexDocument] = Field(max_length=1000)
+    namespace: str = "default"
+    chunkSize: int = Field(default=512, ge=64, le=2000)
+    chunkOverlap: int = Field(default=100, ge=0, le=1000)
+
+
+class IndexFailure(BaseModel):
+    index: int
+    error: str
+
+
+class IndexResponse(BaseModel):
+    success: bool
+    indexed: int
+    chunksCreated: int
+    namespace: str
+    total: int
+    failed: list[IndexFailure]
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": description, "content": {"application/json": {"example": error_body(code, "...")}}}
+    for status, code, description in (
+        (400, "bad_request", "The request is malformed or names something invalid"),
+        (401, "unauthorized", "No API key, or a key that is unknown or revoked"),
+        (404, "not_found", "No such object for this tenant"),
+        (500, "internal", "An unexpected error (logged with the request id)"),
+        (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
+    )
+}
+
+
+# -- the app ----------------------------------------------------------------------------------------------------
+
+def rag(request: Request) -> Ragd:
+    return request.app.state.rag  # type: ignore[no-any-return]
+
+
+def tenant(request: Request) -> str:
+    """The tenant of the request's API key; with no keys at all, the configured tenant (open mode)."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not request.app.state.keyed:  # open until the first key exists, then keyed for good
+        request.app.state.keyed = keys.active(rag(request).store) > 0
+    if not request.app.state.keyed:
+        return rag(request).settings.tenant
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer <key>",
+                       {"WWW-Authenticate": 'Bearer realm="ragd"'})
+    found = keys.authenticate(rag(request).store, token.strip())
+    if found is None:
+        raise ApiError(401, "unauthorized", "the API key is unknown or revoked",
+                       {"WWW-Authenticate": 'Bearer realm="ragd", error="invalid_token"'})
+    return found
+
+
+Tenant = Annotated[str, Depends(tenant)]
+Rag = Annotated[Ragd, Depends(rag)]
+
+
+def own_tenant(request: Request, key_tenant: str, body_tenant: str | None) -> str:
+    if body_tenant is None:
+        return key_tenant
+    if request.app.state.keyed and body_tenant != key_tenant:
+        raise ApiError(400, "bad_request", "tenant_id differs from the API key's tenant; omit it")
+    return body_tenant
+
+
+def create_app(settings: Settings | None = None, *, client: Ragd | None = None) -> FastAPI:
+    """The REST app over one `Ragd` (made from `settings`, or the given client, which the app does not close)."""
+    owned = client is None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        rag = client or connect(settings=settings or load_settings())
+        app.state.rag = rag
+        app.state.keyed = keys.active(rag.store) > 0
+        if not app.state.keyed:
+            log.warning("no API keys exist: requests are not authenticated and name their own tenant "
+                        "(create one with `ragd keys create --tenant T`)")
+        try:
+            yield
+        finally:
+            if owned:
+                rag.close()
+
+    app = FastAPI(title="ragd", version=_version(), lifespan=lifespan,
+                  description="Deterministic retrieval-augmented generation on PostgreSQL + pgvector.")
+    _errors(app)
+
+    @app.middleware("http")
+    async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Any:
+        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        request.state.request_id = rid[:128]
+        response = await call_next(request)
+        response.headers["X-Request-ID"] = request.state.request_id
+        return response
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], responses={503: ERRORS[503]})
+    def readyz(r: Rag) -> dict[str, Any]:
+        """The database answers and its schema is current."""
+        version = r.store.schema_version()
+        latest = max(v for v, _, _ in queries_migrations())
+        if version < latest:
+            raise ApiError(503, "schema_outdated", f"the schema is at {version}, this ragd needs {latest}: "
+                                                   "run `ragd migrate`")
+        return {"status": "ready", "schema_version": version}
+
+    @app.post("/v1/query", response_model=QueryResponse, tags=["answers"],
+              responses={**{s: ERRORS[s] for s in (400, 401, 404, 500, 503)},
+                         502: {"description": "The generator (LLM) failed",
+                               "content": {"application/json": {"example": error_body("llm_unavailable", "...")}}}})
+    def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> dict[str, Any]:
+        """Seed 001: an answer with citations, or the abstain answer when the documents do not support one."""
+        who = own_tenant(request, key_tenant, body.tenant_id)
+        col = r.collection(body.collection, tenant=who, create=False)
+        answer = col.ask(body.question, k=body.top_k, debug=body.debug)
+        return {"answer": answer.answer, "citations": list(answer.citations), "abstained": answer.abstained,
+                "debug": answer.debug if body.debug else None}
+
+    @app.post("/v1/search", response_model=SearchResponse, response_model_exclude_none=True, tags=["search"],
+              responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def search(body: SearchRequest, r: Rag, who: Tenant) -> dict[str, Any]:
+        """Seed 002: hybrid search of a namespace (a collection), reranked unless useReranking is false.
+        `threshold` drops vector matches below that cosine similarity unless the keyword leg also found them."""
+        started = time.perf_counter()
+        col = r.collection(body.namespace, tenant=who, create=False)
+        hits = col.search(body.query, k=body.limit, fusion="weighted", keyword_weight=body.keywordWeight,
+                          semantic_weight=body.semanticWeight, rerank=body.useReranking)
+        results = [{"id": str(h.chunk_id), "content": h.content, "similarity": h.vector_score or 0.0,
+                    "keywordRank": h.lexical_score or 0.0, "combinedScore": h.score, "metadata": h.metadata,
+                    "namespace": col.name, "sourceId": h.external_id, "chunkIndex": h.chunk_index,
+                    "rerankScore": h.rerank_score}
+                   for h in hits if h.lexical_rank is not None or (h.vector_score or 0.0) >= body.threshold]
+        return {"success": True, "query": body.query, "results": results,
+                "latencyMs": round((time.perf_counter() - started) * 1000, 2),
+                "rerankingApplied": any(h.rerank_score is not None for h in hits)}
+
+    @app.post("/v1/index", response_model=IndexResponse, tags=["documents"],
+              responses={s: ERRORS[s] for s in (401, 500, 503)})
+    def index(body: IndexRequest, r: Rag, who: Tenant) -> dict[str, Any]:
+        """Seed 002: index a batch; always 200, each item that could not be indexed listed in `failed`."""
+        from ..types import ChunkPolicy
+
+        failed: list[dict[str, Any]] = []
+        docs: list[tuple[int, dict[str, Any]]] = []
+        for n, d in enumerate(body.documents):
+            problem = _index_problem(d)
+            if problem:
+                failed.append({"index": n, "error": problem})
+                continue
+            ref = d.id or d.sourceId or "doc-" + hashlib.sha256(d.content.encode("utf-8")).hexdigest()[:16]
+            docs.append((n, {"id": str(ref), "text": d.content, "metadata": d.metadata or {}}))
+        indexed = chunks = 0
+        if docs:
+            overlap = min(body.chunkOverlap, body.chunkSize // 2)
+            policy = ChunkPolicy(target_tokens=body.chunkSize * 9 // 10, min_tokens=body.chunkSize * 7 // 10,
+                                 max_tokens=body.chunkSize, hard_cap_tokens=max(body.chunkSize * 8 // 5, 64),
+                                 overlap_tokens=overlap)
+            col = r.collection(body.namespace, tenant=who, policy=policy)
+            report = col.ingest(documents=[d for _, d in docs])
+            outcome = {item.external_id: item for item in report.items}
+            for n, doc in docs:
+                item = outcome[doc["id"]]
+                if item.status == "failed":
+                    failed.append({"index": n, "error": f"{item.error_code}: {item.reason}"})
+                else:
+                    indexed += 1
+                    chunks += item.chunks
+        failed.sort(key=lambda f: f["index"])
+        return {"success": not failed, "indexed": indexed, "chunksCreated": chunks, "namespace": body.namespace,
+                "total": len(body.documents), "failed": failed}
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app for `ragd serve` workers, configured from RAGD_ variables."""
+    return create_app(load_settings())
+
+
+def _index_problem(d: IndexDocument) -> str:
+    if not isinstance(d.content, str) or not d.content.strip():
+        return "content must be a non-empty string"
+    if d.metadata is not None and not isinstance(d.metadata, dict):
+        return "metadata must be an object"
+    for name in ("id", "sourceId"):
+        value = getattr(d, name)
+        if value is not None and (not isinstance(value, str | int) or isinstance(value, bool) or not str(value)):
+            return f"{name} must be a non-empty string"
+    return ""
+
+
+def queries_migrations() -> list[tuple[int, str, str]]:
+    from ..store.postgres import migrations
+
+    return migrations()
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error in one JSON shape, never a traceback."""
+
+    def respond(request: Request, status: int, code: str, message: str,
+                headers: dict[str, str] | None = None) -> JSONResponse:
+        rid = getattr(request.state, "request_id", "")
+        return JSONResponse(error_body(code, message), status_code=status,
+                            headers={**(headers or {}), **({"X-Request-ID": rid} if rid else {})})
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return respond(request, exc.status, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(RagdError)
+    async def ragd_error(request: Request, exc: RagdError) -> JSONResponse:
+        status, code = _status(exc)
+        if status == 500:
+            log.error("request %s failed: %s", getattr(request.state, "request_id", ""), exc)
+            return respond(request, 500, "internal", "an internal error occurred; see the server log")
+        return respond(request, status, code, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return respond(request, 400, "bad_request", f"{where or 'body'}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("request %s failed", getattr(request.state, "request_id", ""))
+        return respond(request, 500, "internal", "an internal error occurred; see the server log")
+
+
+__all__ = ["app_from_env", "create_app"]
+

@@ -1,0 +1,217 @@
+"""The REST adapter through the ASGI app over httpx (FastAPI's TestClient runs its lifespan): seed 001's
+/v1/query and seed 002's /v1/search and /v1/index contracts, every documented status, API keys, one error shape."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+import ragd
+from ragd import keys
+from ragd.answer.abstain import ABSTAIN_ANSWER
+from ragd.config import Settings
+from ragd.server import create_app
+
+from .conftest import SAMPLES, run_cli
+
+QUESTION = "How many days of parental leave do employees in Germany get?"
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+@pytest.fixture(scope="module")
+def world(settings: Settings) -> Iterator[dict[str, Any]]:
+    """Two tenants with a key each; tenant A's samples in collection `docs`."""
+    client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
+    a, b = "api-a-" + uuid.uuid4().hex[:6], "api-b-" + uuid.uuid4().hex[:6]
+    client.collection("docs", tenant=a).ingest([SAMPLES])
+    _, key_a = keys.create(client.store, a, "tests")
+    _, key_b = keys.create(client.store, b, "tests")
+    yield {"client": client, "a": a, "b": b, "key_a": key_a, "key_b": key_b}
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def http(world: dict[str, Any]) -> Iterator[TestClient]:
+    with TestClient(create_app(client=world["client"])) as test_client:
+        yield test_client
+
+
+def _auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _is_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error", "message"} and body["error"] == code and body["message"], body
+    return body  # type: ignore[no-any-return]
+
+
+def test_health_and_readiness(http: TestClient) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    ready = http.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    assert "/v1/query" in http.get("/openapi.json").json()["paths"]
+
+
+def test_query_answers_with_citations_in_seed_001_shape(http: TestClient, world: dict[str, Any]) -> None:
+    response = http.post("/v1/query", json={"question": QUESTION, "collection": "docs"}, headers=_auth(world["key_a"]))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert list(body) == ["answer", "citations", "abstained", "debug"]
+    assert not body["abstained"] and body["debug"] is None and "16 weeks" in body["answer"]
+    assert body["citations"] and set(body["citations"][0]) == {"doc_id", "doc_version_id", "chunk_id", "title",
+                                                               "version_label"}
+    assert f"[chunk:{body['citations'][0]['chunk_id']}]" in body["answer"]
+    assert response.headers["X-Request-ID"]
+
+
+def test_query_abstains_in_seed_001_shape(http: TestClient, world: dict[str, Any]) -> None:
+    response = http.post("/v1/query", json={"question": "What is the capital of Mongolia?", "collection": "docs",
+                                            "top_k": 5}, headers=_auth(world["key_a"]))
+    assert response.status_code == 200
+    assert response.json() == {"answer": ABSTAIN_ANSWER, "citations": [], "abstained": True, "debug": None}
+
+
+def test_query_debug_says_when_the_reranker_failed_open(settings: Settings, world: dict[str, Any]) -> None:
+    broken = ragd.connect(settings=settings.model_copy(update={
+        "cache_ttl_s": 0, "reranker": "cohere:rerank-v3.5", "rerank_url": _dead_url(), "rerank_timeout_s": 0.5}))
+    try:
+        with TestClient(create_app(client=broken)) as test_client:
+            body = test_client.post("/v1/query", json={"question": QUESTION, "collection": "docs", "debug": True},
+                                    headers=_auth(world["key_a"])).json()
+    finally:
+        broken.close()
+    assert body["debug"]["reranker_skipped"] is True and body["debug"]["reranker_error"]
+    assert not body["abstained"]  # the fused order stands, judged by its RRF evidence
+
+
+def test_query_maps_a_failing_generator_to_502(settings: Settings, world: dict[str, Any]) -> None:
+    broken = ragd.connect(settings=settings.model_copy(update={
+        "cache_ttl_s": 0, "reranker": "none", "generator": "openai:m", "llm_base_url": _dead_url(),
+        "llm_max_retries": 0}))
+    try:
+        with TestClient(create_app(client=broken)) as test_client:
+            response = test_client.post("/v1/query", json={"question": QUESTION, "collection": "docs"},
+                                        headers=_auth(world["key_a"]))
+    finally:
+        broken.close()
+    assert "generator openai:m" in _is_error(response, 502, "llm_unavailable")["message"]
+
+
+@pytest.mark.parametrize("body", [{}, {"question": ""}, {"question": "x", "top_k": 0}, {"question": "x", "top_k": "a"},
+                                  {"question": "x", "unknown": 1}, {"question": "x" * 9000}])
+def test_bad_query_requests_are_400(http: TestClient, world: dict[str, Any], body: dict[str, Any]) -> None:
+    _is_error(http.post("/v1/query", json=body, headers=_auth(world["key_a"])), 400, "bad_request")
+
+
+def test_malformed_json_is_400(http: TestClient, world: dict[str, Any]) -> None:
+    response = http.post("/v1/query", content=b"{not json", headers={**_auth(world["key_a"]),
+                                                                     "Content-Type": "application/json"})
+    _is_error(response, 400, "bad_request")
+
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Basic abc", "Bearer ragd_00000000_" + "x" * 43, "Bearer nope"])
+def test_missing_or_bad_keys_are_401(http: TestClient, header: str | None) -> None:
+    headers = {"Authorization": header} if header else {}
+    for method, path, body in (("POST", "/v1/query", {"question": QUESTION}), ("POST", "/v1/search", {"query": "x"}),
+                               ("POST", "/v1/index", {"documents": []})):
+        response = http.request(method, path, json=body, headers=headers)
+        _is_error(response, 401, "unauthorized")
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_revoked_key_is_401(http: TestClient, world: dict[str, Any]) -> None:
+    record, key = keys.create(world["client"].store, world["a"], "short-lived")
+    assert http.post("/v1/search", json={"query": "leave", "namespace": "docs"}, headers=_auth(key)).status_code == 200
+    keys.revoke(world["client"].store, record["key_id"])
+    _is_error(http.post("/v1/search", json={"query": "leave", "namespace": "docs"}, headers=_auth(key)),
+              401, "unauthorized")
+
+
+def test_the_tenant_comes_from_the_key(http: TestClient, world: dict[str, Any]) -> None:
+    mismatch = http.post("/v1/query", json={"question": QUESTION, "collection": "docs", "tenant_id": world["a"]},
+                         headers=_auth(world["key_b"]))
+    _is_error(mismatch, 400, "bad_request")
+    same = http.post("/v1/query", json={"question": QUESTION, "collection": "docs", "tenant_id": world["a"]},
+                     headers=_auth(world["key_a"]))
+    assert same.status_code == 200
+    # B's key sees nothing of A's: A's collection does not exist for B
+    _is_error(http.post("/v1/query", json={"question": QUESTION, "collection": "docs"},
+                        headers=_auth(world["key_b"])), 404, "collection_not_found")
+    _is_error(http.post("/v1/search", json={"query": "parental leave", "namespace": "docs"},
+                        headers=_auth(world["key_b"])), 404, "collection_not_found")
+
+
+def test_search_in_seed_002_shape(http: TestClient, world: dict[str, Any]) -> None:
+    response = http.post("/v1/search", json={"query": "per diem London", "namespace": "docs", "limit": 3,
+                                             "threshold": 0.0}, headers=_auth(world["key_a"]))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"success", "query", "results", "latencyMs", "rerankingApplied"}
+    assert body["success"] and body["query"] == "per diem London" and body["rerankingApplied"] is True
+    assert 0 < len(body["results"]) <= 3 and body["latencyMs"] > 0
+    first = body["results"][0]
+    assert set(first) == {"id", "content", "similarity", "keywordRank", "combinedScore", "metadata", "namespace",
+                          "sourceId", "chunkIndex", "rerankScore"}
+    assert "London" in first["content"] and first["namespace"] == "docs" and first["keywordRank"] > 0
+    plain = http.post("/v1/search", json={"query": "per diem London", "namespace": "docs", "limit": 3,
+                                          "useReranking": False, "threshold": 0.0},
+                      headers=_auth(world["key_a"])).json()
+    assert plain["rerankingApplied"] is False and all("rerankScore" not in r for r in plain["results"])
+    # threshold 1.0 keeps only what the keyword leg found: no vector match reaches cosine 1
+    strict = http.post("/v1/search", json={"query": "per diem London", "namespace": "docs", "threshold": 1.0},
+                       headers=_auth(world["key_a"])).json()["results"]
+    assert strict and all(r["keywordRank"] > 0 for r in strict)
+    _is_error(http.post("/v1/search", json={"query": "x", "limit": 0}, headers=_auth(world["key_a"])),
+              400, "bad_request")
+
+
+def test_index_is_always_200_and_lists_failed_items(http: TestClient, world: dict[str, Any]) -> None:
+    namespace = "ns-" + uuid.uuid4().hex[:8]
+    docs = [{"content": "The Zephyr project ships in March.", "id": "zephyr", "metadata": {"team": "x"}},
+            {"content": ""}, {"metadata": {"a": 1}},
+            {"content": "Orion needs two reviewers per change.", "sourceId": "orion.md"},
+            {"content": "ok", "metadata": "not an object"}]
+    response = http.post("/v1/index", json={"documents": docs, "namespace": namespace},
+                         headers=_auth(world["key_b"]))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["success"] is False and body["indexed"] == 2 and body["total"] == 5
+    assert body["namespace"] == namespace and body["chunksCreated"] >= 2
+    assert [f["index"] for f in body["failed"]] == [1, 2, 4] and all(f["error"] for f in body["failed"])
+    found = http.post("/v1/search", json={"query": "Zephyr ships", "namespace": namespace, "threshold": 0.0},
+                      headers=_auth(world["key_b"])).json()["results"]
+    assert found[0]["sourceId"] == "zephyr" and found[0]["metadata"]["team"] == "x"
+    _is_error(http.post("/v1/search", json={"query": "Zephyr", "namespace": namespace},
+                        headers=_auth(world["key_a"])), 404, "collection_not_found")
+
+
+def test_unknown_routes_and_methods_use_the_error_shape(http: TestClient) -> None:
+    _is_error(http.get("/v1/nothing"), 404, "not_found")
+    _is_error(http.get("/v1/query"), 405, "method_not_allowed")
+
+
+def test_keys_cli_creates_lists_and_revokes(cli_env: dict[str, str]) -> None:
+    tenant = "cli-" + uuid.uuid4().hex[:6]
+    created = run_cli(["keys", "create", "--tenant", tenant, "--name", "ci"], cli_env)
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip().splitlines()[-1]
+    assert key.startswith("ragd_")
+    listed = run_cli(["keys", "list", "--tenant", tenant, "--json"], cli_env)
+    rows = __import__("json").loads(listed.stdout)["keys"]
+    assert len(rows) == 1 and rows[0]["name"] == "ci" and key not in listed.stdout
+    assert key.startswith(rows[0]["prefix"]) and rows[0]["revoked_at"] is None
+    assert run_cli(["keys", "revoke", rows[0]["prefix"]], cli_env).returncode == 0
+    again = run_cli(["keys", "revoke", rows[0]["prefix"]], cli_env)
+    assert again.returncode == 2 and again.stderr.startswith("error (bad_request): API key")
