@@ -215,3 +215,48 @@ def test_keys_cli_creates_lists_and_revokes(cli_env: dict[str, str]) -> None:
     assert run_cli(["keys", "revoke", rows[0]["prefix"]], cli_env).returncode == 0
     again = run_cli(["keys", "revoke", rows[0]["prefix"]], cli_env)
     assert again.returncode == 2 and again.stderr.startswith("error (bad_request): API key")
+
+
+def test_documents_upload_list_get_delete_and_runs(http: TestClient, world: dict[str, Any]) -> None:
+    a, b = _auth(world["key_a"]), _auth(world["key_b"])
+    collection = "up-" + uuid.uuid4().hex[:8]
+    files = [("files", ("../../etc/handbook.md", (SAMPLES / "parental-leave.md").read_bytes(), "text/markdown")),
+             ("files", ("broken.pdf", b"%PDF-1.7 this is not a pdf", "application/pdf"))]
+    response = http.post("/v1/documents", params={"collection": collection}, files=files, headers=a)
+    assert response.status_code == 200, response.text
+    run = response.json()
+    assert run["collection"] == collection and run["counts"]["ingested"] == 1 and run["counts"]["failed"] == 1
+    by_status = {i["status"]: i for i in run["items"]}
+    assert by_status["ingested"]["external_id"] == "handbook.md"  # no directories from the client's name
+    assert by_status["failed"]["error_code"] == "corrupt_document"
+    listed = http.get("/v1/documents", params={"collection": collection}, headers=a).json()
+    assert [d["external_id"] for d in listed["documents"]] == ["handbook.md"]
+    doc = http.get("/v1/documents/handbook.md", params={"collection": collection}, headers=a)
+    assert doc.status_code == 200 and doc.json()["versions"][0]["is_active"]
+    runs = http.get("/v1/runs", params={"collection": collection}, headers=a).json()["runs"]
+    assert run["run_id"] in [r["run_id"] for r in runs]
+    one = http.get(f"/v1/runs/{run['run_id']}", headers=a).json()
+    assert len(one["items"]) == 2
+    names = [c["name"] for c in http.get("/v1/collections", headers=a).json()["collections"]]
+    assert collection in names and "docs" in names
+    # another tenant: every route that takes an id answers 404, and lists show nothing of A's
+    doc_id = doc.json()["doc_id"]
+    for method, path in (("GET", f"/v1/documents/{doc_id}"), ("DELETE", f"/v1/documents/{doc_id}"),
+                         ("GET", f"/v1/runs/{run['run_id']}"), ("GET", "/v1/documents"), ("GET", "/v1/runs")):
+        response = http.request(method, path, params={"collection": collection}, headers=b)
+        assert response.status_code == 404, (method, path, response.text)
+    assert collection not in [c["name"] for c in http.get("/v1/collections", headers=b).json()["collections"]]
+    assert http.delete("/v1/documents/handbook.md", params={"collection": collection}, headers=a).status_code == 200
+    _is_error(http.get("/v1/documents/handbook.md", params={"collection": collection}, headers=a),
+              404, "document_not_found")
+
+
+def test_an_upload_over_the_size_limit_is_413(settings: Settings, world: dict[str, Any]) -> None:
+    small = ragd.connect(settings=settings.model_copy(update={"max_file_bytes": 1000}))
+    try:
+        with TestClient(create_app(client=small)) as test_client:
+            response = test_client.post("/v1/documents", files=[("files", ("big.txt", b"x" * 5000, "text/plain"))],
+                                        headers=_auth(world["key_a"]))
+    finally:
+        small.close()
+    assert "big.txt" in _is_error(response, 413, "file_too_large")["message"]

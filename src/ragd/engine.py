@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from . import ids
@@ -237,17 +238,20 @@ class Collection:
                documents: Sequence[ExtractedDocument | Mapping[str, Any]] = (),
                tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
                options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
-               near_duplicates: float | None = None, on_progress: Progress | None = None) -> IngestReport:
+               near_duplicates: float | None = None, on_progress: Progress | None = None,
+               uploads: Sequence[tuple[str, str | os.PathLike[str]]] = ()) -> IngestReport:
         """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?}).
 
         `near_duplicates` is the whole-document similarity (0.5-1.0) at which a new document counts as a
-        near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off."""
+        near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off.
+        `uploads` are (name, file) pairs: files extracted like paths but named `name` (the REST upload)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
         return run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
                           options=options or ExtractOptions(), duplicates=duplicates,
-                          near_duplicates=near_duplicates, on_progress=on_progress)
+                          near_duplicates=near_duplicates, on_progress=on_progress,
+                          uploads=[(name, Path(path)) for name, path in uploads])
 
     # -- search -------------------------------------------------------------------------------
 

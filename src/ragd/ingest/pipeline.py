@@ -522,7 +522,10 @@ def run_ingest(
     duplicates: Duplicates = "skip",
     near_duplicates: float | None = None,
     on_progress: Progress | None = None,
+    uploads: Sequence[tuple[str, Path]] = (),
 ) -> IngestReport:
+    """`uploads` are (name, file) pairs: each file is extracted like a path, but its documents are named by
+    `name` (external id) and `upload:name` (source), not by where the file was spooled."""
     started = time.monotonic()
     threshold = col.settings.near_duplicate_threshold if near_duplicates is None else near_duplicates
     if not 0.5 <= threshold <= 1.0:
@@ -539,6 +542,8 @@ def run_ingest(
     extraction = _Extraction(col.settings, options)
     try:
         sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
+        named = {path.resolve(): name for name, path in uploads}
+        sources += [path for _, path in uploads]
         extra = list(documents)
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
@@ -561,8 +566,12 @@ def run_ingest(
             if isinstance(src, IngestError):
                 add(src, str(src).split(":")[0])
             else:
+                name = named.get(src.resolve())
                 for doc in extraction(src):
-                    add(doc, src.absolute().as_uri())  # a failure names the path as walked, not a link's target
+                    if name is not None:
+                        doc = _renamed(doc, src.resolve(), name)
+                    # a failure names the path as walked, not a link's target
+                    add(doc, f"upload:{name}" if name is not None else src.absolute().as_uri())
             if on_progress:
                 on_progress(done, total, _display(Path(src.name)) if isinstance(src, Path) else "")
         for done, doc in enumerate(extra, start=len(sources) + 1):
@@ -584,6 +593,16 @@ def run_ingest(
     _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
     return IngestReport(run_id=state.run_id, status=status, items=tuple(outcomes), seconds=time.monotonic() - started,
                         embedded=state.embedded, cache_hits=state.cache_hits)
+
+
+def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str) -> ExtractedDocument | Exception:
+    """An uploaded file's document named after the upload (parts of a container keep their suffix)."""
+    if isinstance(doc, Exception):
+        return doc
+    spooled, uri = _display(path), path.as_uri()
+    external = name + doc.external_id[len(spooled):] if doc.external_id.startswith(spooled) else doc.external_id
+    source = "upload:" + name + doc.source_uri[len(uri):] if doc.source_uri.startswith(uri) else doc.source_uri
+    return dataclasses.replace(doc, external_id=external, source_uri=source)
 
 
 def _close_interrupted_runs(conn: psycopg.Connection[Any], col: Collection) -> None:

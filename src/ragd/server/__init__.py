@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -160,6 +163,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "bad_request", "The request is malformed or names something invalid"),
         (401, "unauthorized", "No API key, or a key that is unknown or revoked"),
         (404, "not_found", "No such object for this tenant"),
+        (413, "file_too_large", "An uploaded file is over RAGD_MAX_FILE_BYTES"),
         (500, "internal", "An unexpected error (logged with the request id)"),
         (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
     )
@@ -312,7 +316,92 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"success": not failed, "indexed": indexed, "chunksCreated": chunks, "namespace": body.namespace,
                 "total": len(body.documents), "failed": failed}
 
+    @app.post("/v1/documents", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 413, 500, 503)})
+    def upload(r: Rag, who: Tenant, files: Annotated[list[UploadFile], File(description="Supported formats")],
+               collection: str | None = None) -> dict[str, Any]:
+        """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
+        ingestion run with its items (a file that fails is listed with its reason; the rest are stored)."""
+        col = r.collection(collection, tenant=who)
+        limit = r.settings.max_file_bytes
+        with tempfile.TemporaryDirectory(prefix="ragd-upload-") as spool:
+            uploads: list[tuple[str, str]] = []
+            for n, f in enumerate(files):
+                name = _upload_name(f.filename, n)
+                folder = os.path.join(spool, str(n))  # one folder per file: equal names stay apart
+                os.mkdir(folder)
+                path = os.path.join(folder, name)
+                with open(path, "wb") as out:
+                    size = 0
+                    while block := f.file.read(1 << 20):
+                        size += len(block)
+                        if size > limit:
+                            raise ApiError(413, "file_too_large", f"{name} is over the {limit}-byte limit "
+                                                                  "(RAGD_MAX_FILE_BYTES)")
+                        out.write(block)
+                uploads.append((name, path))
+            report = col.ingest(uploads=uploads)
+        return {"collection": col.name, **report.as_dict()}
+
+    @app.get("/v1/documents", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def list_documents(r: Rag, who: Tenant, collection: str | None = None,
+                       limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                       offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+        """Documents of a collection (by external id), with their active version."""
+        col = r.collection(collection, tenant=who, create=False)
+        return {"collection": col.name, "documents": _jsonable(col.documents(limit=limit, offset=offset))}
+
+    @app.get("/v1/documents/{ref:path}", tags=["documents"],
+             responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def get_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
+        """One document by external id or doc id, with its versions."""
+        col = r.collection(collection, tenant=who, create=False)
+        return _jsonable(col.document(ref))  # type: ignore[no-any-return]
+
+    @app.delete("/v1/documents/{ref:path}", tags=["documents"],
+                responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def delete_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
+        """Delete a document and every version of it; searches stop finding it at once."""
+        col = r.collection(collection, tenant=who, create=False)
+        return {"deleted": str(col.delete(ref))}
+
+    @app.get("/v1/runs", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def list_runs(r: Rag, who: Tenant, collection: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
+        """The latest ingestion runs of the tenant."""
+        col = r.collection(collection, tenant=who, create=False)
+        return {"runs": _jsonable(col.runs(limit))}
+
+    @app.get("/v1/runs/{run_id}", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    def get_run(run_id: str, r: Rag, who: Tenant) -> dict[str, Any]:
+        """One ingestion run (id or unique prefix) with every item."""
+        return _jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
+
+    @app.get("/v1/collections", tags=["documents"], responses={s: ERRORS[s] for s in (401, 500, 503)})
+    def list_collections(r: Rag, who: Tenant) -> dict[str, Any]:
+        """The tenant's collections with their pinned model and sizes."""
+        return {"collections": _jsonable(r.collections(who))}
+
     return app
+
+
+def _upload_name(filename: str | None, n: int) -> str:
+    """A safe base name for an uploaded file: no directories, no leading dots, at most 200 characters."""
+    base = os.path.basename((filename or "").replace("\\", "/")).strip().lstrip(".")
+    base = "".join(ch for ch in base if ch.isprintable() and ch not in '/\0')[:200]
+    return base or f"upload-{n}"
+
+
+def _jsonable(value: Any) -> Any:
+    """Rows as JSON: UUIDs and times as strings."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
 
 
 def app_from_env() -> FastAPI:
