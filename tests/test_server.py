@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +32,7 @@ def _dead_url() -> str:
 @pytest.fixture(scope="module")
 def world(settings: Settings) -> Iterator[dict[str, Any]]:
     """Two tenants with a key each; tenant A's samples in collection `docs`."""
-    client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
+    client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0, "rate_limit_per_minute": 0}))
     a, b = "api-a-" + uuid.uuid4().hex[:6], "api-b-" + uuid.uuid4().hex[:6]
     client.collection("docs", tenant=a).ingest([SAMPLES])
     _, key_a = keys.create(client.store, a, "tests")
@@ -260,3 +261,26 @@ def test_an_upload_over_the_size_limit_is_413(settings: Settings, world: dict[st
     finally:
         small.close()
     assert "big.txt" in _is_error(response, 413, "file_too_large")["message"]
+
+
+def test_the_rate_limit_holds_across_server_processes(settings: Settings, world: dict[str, Any]) -> None:
+    """Two apps over the same database stand for two worker processes (or a restart): they share one count."""
+    _, key = keys.create(world["client"].store, world["a"], "limited")
+    if time.time() % 60 > 50:  # the window is the wall-clock minute: do not straddle two
+        time.sleep(61 - time.time() % 60)
+    limited = [ragd.connect(settings=settings.model_copy(update={"rate_limit_per_minute": 3})) for _ in range(2)]
+    body = {"query": "leave", "namespace": "docs", "useReranking": False}
+    try:
+        with TestClient(create_app(client=limited[0])) as one, TestClient(create_app(client=limited[1])) as two:
+            statuses = [c.post("/v1/search", json=body, headers=_auth(key)).status_code for c in (one, two, one)]
+            over = two.post("/v1/search", json=body, headers=_auth(key))
+            also = one.post("/v1/search", json=body, headers=_auth(key))
+            other_key = one.post("/v1/search", json=body, headers=_auth(world["key_a"]))
+    finally:
+        for client in limited:
+            client.close()
+    assert statuses == [200, 200, 200]
+    for response in (over, also):
+        _is_error(response, 429, "rate_limited")
+        assert 1 <= int(response.headers["Retry-After"]) <= 60
+    assert other_key.status_code == 200  # the limit is per key

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=1024, ge=16, le=32768)  # of the answer
     llm_seed: int = 0  # where the service takes one (OpenAI-compatible, gguf)
     llm_context_tokens: int = Field(default=8192, ge=1024)  # gguf: the model's context window
+    # requests per API key per minute on the REST server (0: no limit); seed 002's agent-tool guardrail
+    rate_limit_per_minute: int = Field(default=30, ge=0)
     # where the CLI writes the one JSON line per answered query (logger ragd.query): off, stdout or stderr
     query_log: Literal["off", "stdout", "stderr"] = "off"
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)

@@ -7,9 +7,11 @@ says nothing about how close a guess was)."""
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest, NotFound
@@ -29,8 +31,15 @@ LOOKUP = """
 UPDATE api_keys SET last_used_at = now()
 WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-RETURNING tenant_id"""
-LOOKUP_FRESH = "SELECT tenant_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL"
+RETURNING tenant_id, key_id"""
+LOOKUP_FRESH = "SELECT tenant_id, key_id FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL"
+COUNT_REQUEST = """
+INSERT INTO rate_windows AS w (key_id, window_start, requests)
+VALUES (%(key_id)s, date_trunc('minute', now()), 1)
+ON CONFLICT (key_id, window_start) DO UPDATE SET requests = w.requests + 1
+RETURNING requests, extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now())::float8"""
+FORGET_WINDOWS = """
+DELETE FROM rate_windows WHERE key_id = %(key_id)s AND window_start < now() - interval '5 minutes'"""
 ACTIVE = "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL"
 
 
@@ -71,15 +80,34 @@ def revoke(store: Store, key_id: str) -> str:
         return str(row[0])
 
 
-def authenticate(store: Store, key: str) -> str | None:
-    """The tenant of a valid, unrevoked key; None otherwise."""
+@dataclass(frozen=True)
+class Caller:
+    tenant_id: str
+    key_id: str
+    retry_after_s: float = 0.0  # > 0: over the rate limit, retry after this many seconds
+
+
+def authenticate(store: Store, key: str, per_minute: int = 0) -> Caller | None:
+    """The caller of a valid, unrevoked key (None otherwise), with the request counted against the key's limit
+    of `per_minute` requests per wall-clock minute (0: no limit)."""
     if not _SHAPE.fullmatch(key):
         return None
     hashed = digest(key)
     with store.admin() as conn:
         row = conn.execute(LOOKUP, {"key_hash": hashed}).fetchone() or conn.execute(
             LOOKUP_FRESH, {"key_hash": hashed}).fetchone()
-    return str(row[0]) if row else None
+        if row is None:
+            return None
+        caller = Caller(str(row[0]), str(row[1]))
+        if per_minute <= 0:
+            return caller
+        counted = conn.execute(COUNT_REQUEST, {"key_id": row[1]}).fetchone()
+        assert counted is not None
+        if counted[0] == 1:
+            conn.execute(FORGET_WINDOWS, {"key_id": row[1]})
+        if counted[0] > per_minute:
+            return Caller(caller.tenant_id, caller.key_id, max(1.0, math.ceil(counted[1])))
+        return caller
 
 
 def active(store: Store) -> int:

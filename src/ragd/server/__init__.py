@@ -164,10 +164,16 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "unauthorized", "No API key, or a key that is unknown or revoked"),
         (404, "not_found", "No such object for this tenant"),
         (413, "file_too_large", "An uploaded file is over RAGD_MAX_FILE_BYTES"),
+        (429, "rate_limited", "Over the key's requests per minute; see Retry-After"),
         (500, "internal", "An unexpected error (logged with the request id)"),
         (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
     )
 }
+
+
+def _errs(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error responses of a route, for OpenAPI."""
+    return {s: ERRORS[s] for s in statuses}
 
 
 # -- the app ----------------------------------------------------------------------------------------------------
@@ -187,11 +193,16 @@ def tenant(request: Request) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer <key>",
                        {"WWW-Authenticate": 'Bearer realm="ragd"'})
-    found = keys.authenticate(rag(request).store, token.strip())
-    if found is None:
+    r = rag(request)
+    caller = keys.authenticate(r.store, token.strip(), r.settings.rate_limit_per_minute)
+    if caller is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked",
                        {"WWW-Authenticate": 'Bearer realm="ragd", error="invalid_token"'})
-    return found
+    if caller.retry_after_s:
+        wait = int(caller.retry_after_s)
+        raise ApiError(429, "rate_limited", f"over {r.settings.rate_limit_per_minute} requests per minute for this "
+                                            f"key; retry in {wait} s", {"Retry-After": str(wait)})
+    return caller.tenant_id
 
 
 Tenant = Annotated[str, Depends(tenant)]
@@ -252,7 +263,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"status": "ready", "schema_version": version}
 
     @app.post("/v1/query", response_model=QueryResponse, tags=["answers"],
-              responses={**{s: ERRORS[s] for s in (400, 401, 404, 500, 503)},
+              responses={**_errs(400, 401, 404, 429, 500, 503),
                          502: {"description": "The generator (LLM) failed",
                                "content": {"application/json": {"example": error_body("llm_unavailable", "...")}}}})
     def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> dict[str, Any]:
@@ -264,7 +275,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "debug": answer.debug if body.debug else None}
 
     @app.post("/v1/search", response_model=SearchResponse, response_model_exclude_none=True, tags=["search"],
-              responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+              responses=_errs(400, 401, 404, 429, 500, 503))
     def search(body: SearchRequest, r: Rag, who: Tenant) -> dict[str, Any]:
         """Seed 002: hybrid search of a namespace (a collection), reranked unless useReranking is false.
         `threshold` drops vector matches below that cosine similarity unless the keyword leg also found them."""
@@ -282,7 +293,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "rerankingApplied": any(h.rerank_score is not None for h in hits)}
 
     @app.post("/v1/index", response_model=IndexResponse, tags=["documents"],
-              responses={s: ERRORS[s] for s in (401, 500, 503)})
+              responses=_errs(401, 429, 500, 503))
     def index(body: IndexRequest, r: Rag, who: Tenant) -> dict[str, Any]:
         """Seed 002: index a batch; always 200, each item that could not be indexed listed in `failed`."""
         from ..types import ChunkPolicy
@@ -316,7 +327,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"success": not failed, "indexed": indexed, "chunksCreated": chunks, "namespace": body.namespace,
                 "total": len(body.documents), "failed": failed}
 
-    @app.post("/v1/documents", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 413, 500, 503)})
+    @app.post("/v1/documents", tags=["documents"], responses=_errs(400, 401, 413, 429, 500, 503))
     def upload(r: Rag, who: Tenant, files: Annotated[list[UploadFile], File(description="Supported formats")],
                collection: str | None = None) -> dict[str, Any]:
         """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
@@ -342,7 +353,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             report = col.ingest(uploads=uploads)
         return {"collection": col.name, **report.as_dict()}
 
-    @app.get("/v1/documents", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    @app.get("/v1/documents", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_documents(r: Rag, who: Tenant, collection: str | None = None,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                        offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
@@ -351,32 +362,32 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"collection": col.name, "documents": _jsonable(col.documents(limit=limit, offset=offset))}
 
     @app.get("/v1/documents/{ref:path}", tags=["documents"],
-             responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+             responses=_errs(400, 401, 404, 429, 500, 503))
     def get_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
         """One document by external id or doc id, with its versions."""
         col = r.collection(collection, tenant=who, create=False)
         return _jsonable(col.document(ref))  # type: ignore[no-any-return]
 
     @app.delete("/v1/documents/{ref:path}", tags=["documents"],
-                responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+                responses=_errs(400, 401, 404, 429, 500, 503))
     def delete_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
         """Delete a document and every version of it; searches stop finding it at once."""
         col = r.collection(collection, tenant=who, create=False)
         return {"deleted": str(col.delete(ref))}
 
-    @app.get("/v1/runs", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    @app.get("/v1/runs", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_runs(r: Rag, who: Tenant, collection: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
         """The latest ingestion runs of the tenant."""
         col = r.collection(collection, tenant=who, create=False)
         return {"runs": _jsonable(col.runs(limit))}
 
-    @app.get("/v1/runs/{run_id}", tags=["documents"], responses={s: ERRORS[s] for s in (400, 401, 404, 500, 503)})
+    @app.get("/v1/runs/{run_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def get_run(run_id: str, r: Rag, who: Tenant) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) with every item."""
         return _jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
 
-    @app.get("/v1/collections", tags=["documents"], responses={s: ERRORS[s] for s in (401, 500, 503)})
+    @app.get("/v1/collections", tags=["documents"], responses=_errs(401, 429, 500, 503))
     def list_collections(r: Rag, who: Tenant) -> dict[str, Any]:
         """The tenant's collections with their pinned model and sizes."""
         return {"collections": _jsonable(r.collections(who))}

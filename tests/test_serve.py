@@ -1,0 +1,76 @@
+"""`ragd serve` as a real process: keyed (refuses requests without a key) and open (no keys: loopback only)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from .conftest import REPO, SAMPLES, run_cli
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
+    """{"url": ...} while the server runs; "stderr" is added once it has stopped."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
+    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    state = {"url": url}
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield state
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            state["stderr"] = proc.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_serve_answers_with_a_key_and_refuses_without(cli_env: dict[str, str], name: str) -> None:
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_TENANT": "serve-t"}
+    assert run_cli(["ingest", str(SAMPLES), "-c", name], env).returncode == 0
+    key = run_cli(["keys", "create", "--tenant", "serve-t"], env).stdout.strip().splitlines()[-1]
+    with serving(env) as server:
+        url = server["url"]
+        question = {"question": "How many days of parental leave do employees in Germany get?", "collection": name}
+        answered = httpx.post(url + "/v1/query", json=question, headers={"Authorization": f"Bearer {key}"},
+                              timeout=60)
+        refused = httpx.post(url + "/v1/query", json=question, timeout=60)
+    assert answered.status_code == 200 and answered.json()["citations"], answered.text
+    assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+
+
+def test_without_keys_serve_is_loopback_only_and_says_so(fresh_database: str, tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash",
+           "RAGD_RERANKER": "none"}
+    refused = run_cli(["serve", "--host", "0.0.0.0", "--port", str(_free_port())], env)
+    assert refused.returncode == 2 and "binds to loopback only" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    with serving(env) as server:
+        ok = httpx.post(server["url"] + "/v1/search", json={"query": "anything", "namespace": "missing"}, timeout=30)
+    assert ok.status_code == 404 and ok.json()["error"] == "collection_not_found"  # served, unauthenticated
+    assert "WARNING: no API keys exist" in server["stderr"] and "Traceback" not in server["stderr"]
