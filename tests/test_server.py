@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import socket
 import time
 import uuid
@@ -75,6 +77,22 @@ def test_query_answers_with_citations_in_seed_001_shape(http: TestClient, world:
                                                                "version_label"}
     assert f"[chunk:{body['citations'][0]['chunk_id']}]" in body["answer"]
     assert response.headers["X-Request-ID"]
+
+
+def test_each_query_logs_one_line_with_its_http_status(http: TestClient, world: dict[str, Any],
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="ragd.query"):
+        ok = http.post("/v1/query", json={"question": QUESTION, "collection": "docs"},
+                       headers={**_auth(world["key_a"]), "X-Request-ID": "req-123"})
+        missing = http.post("/v1/query", json={"question": QUESTION, "collection": "nope"},
+                            headers=_auth(world["key_a"]))
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "ragd.query"]
+    assert ok.headers["X-Request-ID"] == "req-123" and len(lines) == 2
+    assert lines[0]["request_id"] == "req-123" and lines[0]["http_status"] == 200
+    assert lines[0]["tenant_id"] == world["a"] and QUESTION not in json.dumps(lines)
+    assert {"k_vec", "k_fts", "num_context_chunks", "latency_ms_llm", "llm_provider"} <= set(lines[0])
+    assert lines[1]["http_status"] == 404 == missing.status_code
+    assert lines[1]["request_id"] == missing.headers["X-Request-ID"]
 
 
 def test_query_abstains_in_seed_001_shape(http: TestClient, world: dict[str, Any]) -> None:
@@ -266,6 +284,7 @@ def test_an_upload_over_the_size_limit_is_413(settings: Settings, world: dict[st
 def test_the_rate_limit_holds_across_server_processes(settings: Settings, world: dict[str, Any]) -> None:
     """Two apps over the same database stand for two worker processes (or a restart): they share one count."""
     _, key = keys.create(world["client"].store, world["a"], "limited")
+    _, other = keys.create(world["client"].store, world["a"], "another")
     if time.time() % 60 > 50:  # the window is the wall-clock minute: do not straddle two
         time.sleep(61 - time.time() % 60)
     limited = [ragd.connect(settings=settings.model_copy(update={"rate_limit_per_minute": 3})) for _ in range(2)]
@@ -275,7 +294,7 @@ def test_the_rate_limit_holds_across_server_processes(settings: Settings, world:
             statuses = [c.post("/v1/search", json=body, headers=_auth(key)).status_code for c in (one, two, one)]
             over = two.post("/v1/search", json=body, headers=_auth(key))
             also = one.post("/v1/search", json=body, headers=_auth(key))
-            other_key = one.post("/v1/search", json=body, headers=_auth(world["key_a"]))
+            other_key = one.post("/v1/search", json=body, headers=_auth(other))
     finally:
         for client in limited:
             client.close()

@@ -291,11 +291,13 @@ class Collection:
         return results
 
     def ask(self, question: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
-            rerank: bool | None = None, debug: bool = False) -> Answer:
+            rerank: bool | None = None, debug: bool = False, request_id: str | None = None,
+            emit_log: bool = True) -> Answer:
         """Answer from the collection with citations, or abstain when the evidence is weak (see `ask`). Reranks
         unless `rerank=False` or RAGD_RERANKER is none."""
         use_rerank = self.settings.reranker != "none" if rerank is None else rerank
-        return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug)
+        return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug, request_id=request_id,
+                   emit_log=emit_log)
 
     def execution(self, ref: str) -> dict[str, Any]:
         """One reproducibility record of this tenant (query id or unique prefix)."""
@@ -510,11 +512,13 @@ class _Written:
 
 
 def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None,
-        abstain_thresholds: tuple[float, float] | None = None) -> Answer:
+        abstain_thresholds: tuple[float, float] | None = None, emit_log: bool = True) -> Answer:
     """Retrieve (reranked when the plan says so), judge the evidence, fit the context to the budget, write the
     answer with the configured generator, keep only citations of the context; abstain when any step finds no
     support. Each answer is recorded (query_executions) with what reproduces it. A generator that fails raises
-    LLMUnavailable. `abstain_thresholds` (rerank, rrf) replace the configured ones (calibration)."""
+    LLMUnavailable. `abstain_thresholds` (rerank, rrf) replace the configured ones (calibration). The query's log
+    line is written to `ragd.query` unless `emit_log` is false (the REST adapter adds the HTTP status first); it is
+    also on `Answer.log`."""
     col = store
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -575,10 +579,12 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
             "context_ids": [c.chunk_id for c in context.chunks], "answer": text,
             "citations": json.dumps(list(citations)), "abstained": not cited,
             "timings": json.dumps({k: round(v, 2) for k, v in timings.items()}), "result_hash": digest})
-    _log_query(col, plan, info, timings, context.tokens, len(context.chunks), not cited, request_id, question,
-               (time.perf_counter() - started) * 1000, generator, written.completion)
+    line = query_log_line(col, plan, info, timings, context.tokens, len(context.chunks), not cited, request_id,
+                          question, (time.perf_counter() - started) * 1000, generator, written.completion)
+    if emit_log and QUERY_LOG.isEnabledFor(logging.INFO):
+        QUERY_LOG.info(json.dumps(line))
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
-                  query_id=query_id)
+                  query_id=query_id, log=line)
 
 
 def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
@@ -615,14 +621,13 @@ def _generated(question: str, context: Sequence[Candidate], generator: Generator
 QUERY_LOG = logging.getLogger("ragd.query")
 
 
-def _log_query(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[str, float], context_tokens: int,
-               context_chunks: int, abstained: bool, request_id: str | None, question: str, total_ms: float,
-               generator: Generator | None = None, completion: Completion | None = None) -> None:
-    """One JSON line per answered query on the `ragd.query` logger, with the fields of seed 001 ("Logging and
+def query_log_line(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[str, float],
+                   context_tokens: int, context_chunks: int, abstained: bool, request_id: str | None, question: str,
+                   total_ms: float, generator: Generator | None = None,
+                   completion: Completion | None = None) -> dict[str, Any]:
+    """The JSON line of an answered query (logger `ragd.query`), with the fields of seed 001 ("Logging and
     Observability"); the question only as its hash. `http_status` is the REST adapter's to fill."""
-    if not QUERY_LOG.isEnabledFor(logging.INFO):
-        return
-    line = {
+    return {
         "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "tenant_id": col.tenant, "collection": col.name, "request_id": request_id,
         "question_hash": ids.sha256_text(question), "k_vec": plan.k_vec, "k_fts": plan.k_lex,
@@ -641,7 +646,6 @@ def _log_query(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[
         "llm_completion_tokens": completion.completion_tokens or 0 if completion else 0,
         "http_status": None,
     }
-    QUERY_LOG.info(json.dumps(line, sort_keys=False))
 
 
 def _hybrid_filter_count(conn: Any, col: Collection, plan: Plan) -> int | None:

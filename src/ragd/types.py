@@ -266,6 +266,7 @@ class Answer:
     # on the same store and configuration gives the same hash
     result_hash: str = ""
     query_id: uuid.UUID | None = None  # its reproducibility record (`ragd executions show`)
+    log: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # the ragd.query log line
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,

@@ -8,6 +8,7 @@ names its tenant, seed 001's V1), which `ragd serve` allows on loopback only."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -15,7 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
@@ -34,6 +35,7 @@ from ..errors import (
     NotFound,
     RagdError,
 )
+from ..ids import sha256_text
 
 log = logging.getLogger("ragd.server")
 
@@ -268,9 +270,18 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                                "content": {"application/json": {"example": error_body("llm_unavailable", "...")}}}})
     def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> dict[str, Any]:
         """Seed 001: an answer with citations, or the abstain answer when the documents do not support one."""
-        who = own_tenant(request, key_tenant, body.tenant_id)
-        col = r.collection(body.collection, tenant=who, create=False)
-        answer = col.ask(body.question, k=body.top_k, debug=body.debug)
+        started = time.perf_counter()
+        rid = request.state.request_id
+        try:
+            who = own_tenant(request, key_tenant, body.tenant_id)
+            col = r.collection(body.collection, tenant=who, create=False)
+            answer = col.ask(body.question, k=body.top_k, debug=body.debug, request_id=rid, emit_log=False)
+        except (RagdError, ApiError) as exc:
+            status = exc.status if isinstance(exc, ApiError) else _status(exc)[0]
+            _log_failed_query(key_tenant, body.collection or r.settings.collection, rid, body.question, status,
+                              started)
+            raise
+        QUERY_LOG.info(json.dumps({**(answer.log or {}), "http_status": 200}))
         return {"answer": answer.answer, "citations": list(answer.citations), "abstained": answer.abstained,
                 "debug": answer.debug if body.debug else None}
 
@@ -413,6 +424,20 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
+
+
+QUERY_LOG = logging.getLogger("ragd.query")
+
+
+def _log_failed_query(tenant: str, collection: str, request_id: str, question: str, status: int,
+                      started: float) -> None:
+    """The query log line of a request that got no answer: what is known, and its HTTP status."""
+    if QUERY_LOG.isEnabledFor(logging.INFO):
+        QUERY_LOG.info(json.dumps({
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "tenant_id": tenant,
+            "collection": collection, "request_id": request_id,
+            "question_hash": sha256_text(question),
+            "latency_ms_total": round((time.perf_counter() - started) * 1000, 2), "http_status": status}))
 
 
 def app_from_env() -> FastAPI:
