@@ -765,6 +765,15 @@ def serve(host: str, port: int, workers: int) -> None:
                 log_level="warning")
 
 
+@main.command("mcp")
+@handle_errors
+def mcp_command() -> None:
+    """Serve ragd's MCP tools (search, ask, ingest, list_documents, get_document) over stdio, as RAGD_TENANT."""
+    from .mcpserver import run_stdio
+
+    run_stdio()
+
+
 # -- database ------------------------------------------------------------------------------------------
 
 

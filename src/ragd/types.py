@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 BlockType = Literal["heading", "paragraph", "list", "table", "code"]
@@ -271,3 +272,16 @@ class Answer:
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,
                 "debug": self.debug}
+
+
+def jsonable(value: Any) -> Any:
+    """Rows and records as JSON values: UUIDs and times as strings, tuples as lists."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value

@@ -20,12 +20,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import keys
+from .. import keys, mcpserver
 from ..config import Settings, load_settings
 from ..engine import Ragd, connect
 from ..errors import (
@@ -36,6 +38,7 @@ from ..errors import (
     RagdError,
 )
 from ..ids import sha256_text
+from ..types import jsonable
 
 log = logging.getLogger("ragd.server")
 
@@ -222,6 +225,11 @@ def own_tenant(request: Request, key_tenant: str, body_tenant: str | None) -> st
 def create_app(settings: Settings | None = None, *, client: Ragd | None = None) -> FastAPI:
     """The REST app over one `Ragd` (made from `settings`, or the given client, which the app does not close)."""
     owned = client is None
+    tools = mcpserver.build(lambda: app.state.rag)
+    # stateless JSON: any worker process can answer any request; the API key guards it (see the middleware)
+    mcp_app = tools.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                                        transport_security=TransportSecuritySettings(
+                                            enable_dns_rebinding_protection=False))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -232,7 +240,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             log.warning("no API keys exist: requests are not authenticated and name their own tenant "
                         "(create one with `ragd keys create --tenant T`)")
         try:
-            yield
+            async with tools.session_manager.run():
+                yield
         finally:
             if owned:
                 rag.close()
@@ -241,10 +250,18 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                   description="Deterministic retrieval-augmented generation on PostgreSQL + pgvector.")
     _errors(app)
 
+    app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp
+
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Any:
         rid = request.headers.get("x-request-id") or uuid.uuid4().hex
         request.state.request_id = rid[:128]
+        if request.url.path.rstrip("/") == "/mcp":  # the MCP tools read the tenant the key gave
+            try:
+                setattr(request.state, mcpserver.TENANT_STATE, await run_in_threadpool(tenant, request))
+            except ApiError as exc:
+                return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
+                                    headers={**exc.headers, "X-Request-ID": request.state.request_id})
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
         return response
@@ -370,14 +387,14 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                        offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
         """Documents of a collection (by external id), with their active version."""
         col = r.collection(collection, tenant=who, create=False)
-        return {"collection": col.name, "documents": _jsonable(col.documents(limit=limit, offset=offset))}
+        return {"collection": col.name, "documents": jsonable(col.documents(limit=limit, offset=offset))}
 
     @app.get("/v1/documents/{ref:path}", tags=["documents"],
              responses=_errs(400, 401, 404, 429, 500, 503))
     def get_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
         """One document by external id or doc id, with its versions."""
         col = r.collection(collection, tenant=who, create=False)
-        return _jsonable(col.document(ref))  # type: ignore[no-any-return]
+        return jsonable(col.document(ref))  # type: ignore[no-any-return]
 
     @app.delete("/v1/documents/{ref:path}", tags=["documents"],
                 responses=_errs(400, 401, 404, 429, 500, 503))
@@ -391,17 +408,17 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                   limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
         """The latest ingestion runs of the tenant."""
         col = r.collection(collection, tenant=who, create=False)
-        return {"runs": _jsonable(col.runs(limit))}
+        return {"runs": jsonable(col.runs(limit))}
 
     @app.get("/v1/runs/{run_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def get_run(run_id: str, r: Rag, who: Tenant) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) with every item."""
-        return _jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
+        return jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
 
     @app.get("/v1/collections", tags=["documents"], responses=_errs(401, 429, 500, 503))
     def list_collections(r: Rag, who: Tenant) -> dict[str, Any]:
         """The tenant's collections with their pinned model and sizes."""
-        return {"collections": _jsonable(r.collections(who))}
+        return {"collections": jsonable(r.collections(who))}
 
     return app
 
@@ -411,19 +428,6 @@ def _upload_name(filename: str | None, n: int) -> str:
     base = os.path.basename((filename or "").replace("\\", "/")).strip().lstrip(".")
     base = "".join(ch for ch in base if ch.isprintable() and ch not in '/\0')[:200]
     return base or f"upload-{n}"
-
-
-def _jsonable(value: Any) -> Any:
-    """Rows as JSON: UUIDs and times as strings."""
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
 
 
 QUERY_LOG = logging.getLogger("ragd.query")
