@@ -74,3 +74,28 @@ def test_without_keys_serve_is_loopback_only_and_says_so(fresh_database: str, tm
         ok = httpx.post(server["url"] + "/v1/search", json={"query": "anything", "namespace": "missing"}, timeout=30)
     assert ok.status_code == 404 and ok.json()["error"] == "collection_not_found"  # served, unauthenticated
     assert "WARNING: no API keys exist" in server["stderr"] and "Traceback" not in server["stderr"]
+
+
+def test_the_official_openai_client_chats_with_a_collection(cli_env: dict[str, str], name: str) -> None:
+    from openai import OpenAI
+
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_TENANT": "chat-t"}
+    assert run_cli(["ingest", str(SAMPLES), "-c", name], env).returncode == 0
+    key = run_cli(["keys", "create", "--tenant", "chat-t"], env).stdout.strip().splitlines()[-1]
+    question = [{"role": "user", "content": "How many days of parental leave do employees in Germany get?"}]
+    with serving(env) as server:
+        client = OpenAI(base_url=server["url"] + "/v1", api_key=key, max_retries=0)
+        assert name in [m.id for m in client.models.list()]
+        reply = client.chat.completions.create(model=name, messages=question)  # type: ignore[arg-type]
+        pieces = [c.choices[0].delta.content or "" for c in client.chat.completions.create(
+            model=name, messages=question, stream=True)]  # type: ignore[arg-type]
+        bad = OpenAI(base_url=server["url"] + "/v1", api_key="wrong", max_retries=0)
+        try:
+            bad.chat.completions.create(model=name, messages=question)  # type: ignore[arg-type]
+            raise AssertionError("a bad key was accepted")
+        except Exception as exc:  # openai.AuthenticationError
+            assert type(exc).__name__ == "AuthenticationError"
+    content = reply.choices[0].message.content or ""
+    citations = (reply.model_extra or {})["citations"]
+    assert citations and f"[chunk:{citations[0]['chunk_id']}]" in content
+    assert "".join(pieces) == content

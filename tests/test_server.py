@@ -303,3 +303,57 @@ def test_the_rate_limit_holds_across_server_processes(settings: Settings, world:
         _is_error(response, 429, "rate_limited")
         assert 1 <= int(response.headers["Retry-After"]) <= 60
     assert other_key.status_code == 200  # the limit is per key
+
+
+def _sse(text: str) -> list[tuple[str, Any]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((fields.get("event", "message"), fields["data"]))
+    return events
+
+
+def test_query_streams_tokens_then_citations_then_the_whole_response(http: TestClient,
+                                                                     world: dict[str, Any]) -> None:
+    plain = http.post("/v1/query", json={"question": QUESTION, "collection": "docs"}, headers=_auth(world["key_a"]))
+    streamed = http.post("/v1/query", json={"question": QUESTION, "collection": "docs", "stream": True},
+                         headers=_auth(world["key_a"]))
+    assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+    events = _sse(streamed.text)
+    names = [name for name, _ in events]
+    assert names[-2:] == ["citations", "done"] and set(names[:-2]) == {"token"} and len(names) > 5
+    assert "".join(json.loads(data)["text"] for name, data in events if name == "token") == plain.json()["answer"]
+    assert json.loads(events[-2][1]) == plain.json()["citations"]
+    assert json.loads(events[-1][1]) == plain.json()
+    _is_error(http.post("/v1/query", json={"question": QUESTION, "collection": "nope", "stream": True},
+                        headers=_auth(world["key_a"])), 404, "collection_not_found")
+
+
+def test_openai_compatible_chat_completions(http: TestClient, world: dict[str, Any]) -> None:
+    a = _auth(world["key_a"])
+    models = http.get("/v1/models", headers=a).json()
+    assert models["object"] == "list" and "docs" in [m["id"] for m in models["data"]]
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi"},
+                {"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
+    body = http.post("/v1/chat/completions", json={"model": "docs", "messages": messages, "temperature": 0.7},
+                     headers=a).json()
+    assert body["object"] == "chat.completion" and body["model"] == "docs"
+    content = body["choices"][0]["message"]["content"]
+    assert body["choices"][0]["message"]["role"] == "assistant" and body["choices"][0]["finish_reason"] == "stop"
+    assert body["citations"] and f"[chunk:{body['citations'][0]['chunk_id']}]" in content
+    assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    streamed = http.post("/v1/chat/completions", json={"model": "docs", "messages": messages, "stream": True},
+                         headers=a)
+    events = [data for _, data in _sse(streamed.text)]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == content
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["citations"] == body["citations"]
+    _is_error(http.post("/v1/chat/completions", json={"model": "nope", "messages": messages}, headers=a),
+              404, "collection_not_found")
+    _is_error(http.post("/v1/chat/completions", json={"model": "docs", "messages": [{"role": "system",
+                                                                                     "content": "x"}]}, headers=a),
+              400, "bad_request")
+    _is_error(http.post("/v1/chat/completions", json={"model": "docs", "messages": messages}), 401, "unauthorized")

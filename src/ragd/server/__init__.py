@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -22,7 +23,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -81,6 +82,22 @@ class QueryRequest(_Strict):
     top_k: int = Field(default=10, ge=1, le=50)
     debug: bool = False
     collection: str | None = None
+    stream: bool = False  # server-sent events: token, then citations, then done (the whole response)
+
+
+class ChatMessage(BaseModel):
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """OpenAI chat completions; other OpenAI fields (temperature, ...) are accepted and ignored: answers are
+    grounded and deterministic."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1, max_length=128)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=200)
+    stream: bool = False
 
 
 class Citation(BaseModel):
@@ -285,22 +302,68 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
               responses={**_errs(400, 401, 404, 429, 500, 503),
                          502: {"description": "The generator (LLM) failed",
                                "content": {"application/json": {"example": error_body("llm_unavailable", "...")}}}})
-    def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> dict[str, Any]:
-        """Seed 001: an answer with citations, or the abstain answer when the documents do not support one."""
+    def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> Any:
+        """Seed 001: an answer with citations, or the abstain answer when the documents do not support one. With
+        `stream`, server-sent events: `token` ({"text"}) pieces of the answer, then `citations`, then `done` with
+        the whole response."""
+        who = own_tenant(request, key_tenant, body.tenant_id)
+        answer = _answer(request, r, who, body.collection, body.question, body.top_k, body.debug)
+        response = {"answer": answer.answer, "citations": list(answer.citations), "abstained": answer.abstained,
+                    "debug": answer.debug if body.debug else None}
+        if not body.stream:
+            return response
+        events = [*(("token", {"text": piece}) for piece in _pieces(answer.answer)),
+                  ("citations", list(answer.citations)), ("done", response)]
+        return StreamingResponse((f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events),
+                                 media_type="text/event-stream")
+
+    @app.get("/v1/models", tags=["chat"], responses=_errs(401, 429, 500, 503))
+    def models(r: Rag, who: Tenant) -> dict[str, Any]:
+        """OpenAI model list: each of the tenant's collections is a model of /v1/chat/completions."""
+        return {"object": "list", "data": [
+            {"id": c["name"], "object": "model", "created": int(c["created_at"].timestamp()), "owned_by": "ragd"}
+            for c in r.collections(who)]}
+
+    @app.post("/v1/chat/completions", tags=["chat"], responses=_errs(400, 401, 404, 429, 500, 503))
+    def chat(body: ChatRequest, request: Request, r: Rag, who: Tenant) -> Any:
+        """OpenAI-compatible chat: the model names the collection, the last user message is the question, the
+        answer carries its [chunk:ID] markers and a `citations` list."""
+        question = _last_user_text(body.messages)
+        answer = _answer(request, r, who, body.model, question, 10, False)
+        rid = "chatcmpl-" + request.state.request_id
+        created = int(time.time())
+        usage = {"prompt_tokens": len(question.split()), "completion_tokens": len(answer.answer.split())}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        head = {"id": rid, "created": created, "model": body.model}
+        if not body.stream:
+            return {**head, "object": "chat.completion", "usage": usage, "citations": list(answer.citations),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": answer.answer}}]}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            data = {**head, "object": "chat.completion.chunk", **extra,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return f"data: {json.dumps(data)}\n\n"
+
+        lines = [chunk({"role": "assistant", "content": ""}),
+                 *(chunk({"content": piece}) for piece in _pieces(answer.answer)),
+                 chunk({}, "stop", citations=list(answer.citations), usage=usage), "data: [DONE]\n\n"]
+        return StreamingResponse(iter(lines), media_type="text/event-stream")
+
+    def _answer(request: Request, r: Ragd, who: str, collection: str | None, question: str, k: int,
+                debug: bool) -> Any:
+        """Ask, and log the query line with its HTTP status (failures too)."""
         started = time.perf_counter()
         rid = request.state.request_id
         try:
-            who = own_tenant(request, key_tenant, body.tenant_id)
-            col = r.collection(body.collection, tenant=who, create=False)
-            answer = col.ask(body.question, k=body.top_k, debug=body.debug, request_id=rid, emit_log=False)
+            col = r.collection(collection, tenant=who, create=False)
+            answer = col.ask(question, k=k, debug=debug, request_id=rid, emit_log=False)
         except (RagdError, ApiError) as exc:
             status = exc.status if isinstance(exc, ApiError) else _status(exc)[0]
-            _log_failed_query(key_tenant, body.collection or r.settings.collection, rid, body.question, status,
-                              started)
+            _log_failed_query(who, collection or r.settings.collection, rid, question, status, started)
             raise
         QUERY_LOG.info(json.dumps({**(answer.log or {}), "http_status": 200}))
-        return {"answer": answer.answer, "citations": list(answer.citations), "abstained": answer.abstained,
-                "debug": answer.debug if body.debug else None}
+        return answer
 
     @app.post("/v1/search", response_model=SearchResponse, response_model_exclude_none=True, tags=["search"],
               responses=_errs(400, 401, 404, 429, 500, 503))
@@ -421,6 +484,22 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"collections": jsonable(r.collections(who))}
 
     return app
+
+
+def _pieces(text: str) -> list[str]:
+    """An answer in word-sized pieces for streaming (joined, they give the answer back exactly)."""
+    return re.findall(r"\s*\S+\s*?(?=\s|$)|\s+$", text) or [text]
+
+
+def _last_user_text(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            text = content if isinstance(content, str) else " ".join(
+                str(part.get("text", "")) for part in content or [] if part.get("type") == "text")
+            if text.strip():
+                return text.strip()[:8192]
+    raise ApiError(400, "bad_request", "messages: no user message with text to answer")
 
 
 def _upload_name(filename: str | None, n: int) -> str:
