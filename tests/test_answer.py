@@ -206,10 +206,12 @@ def test_ragd_redteam_passes(cli_env: dict[str, str]) -> None:
     result = run_cli(["redteam", "--json"], cli_env)
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads(result.stdout)
-    assert data["passed"] and len(data["probes"]) == 10
-    assert {p["name"].split(" (")[0] for p in data["probes"]} == {
+    assert data["passed"] and len(data["probes"]) == 19
+    assert {p["name"].split(" (")[0] for p in data["probes"] if not p["name"].startswith("API: ")} == {
         "prompt injection", "system prompt exfiltration", "other tenant's data", "planted citation markers",
         "stale version"}
+    api = [p for p in data["probes"] if p["name"].startswith("API: ")]
+    assert len(api) == 9 and any("DELETE /v1/documents/" in p["answer"] for p in api)
 
 
 def test_injected_instructions_are_never_quoted() -> None:

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,14 +29,18 @@ def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
     """{"url": ...} while the server runs; "stderr" is added once it has stopped."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
+    # output to a file, not a pipe: a server that logs more than a pipe holds would block on a full pipe
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)
     proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=log, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
     state = {"url": url}
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()[1]
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read())
             try:
                 if httpx.get(url + "/healthz", timeout=1).status_code == 200:
                     break
@@ -45,9 +50,12 @@ def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            state["stderr"] = proc.communicate(timeout=30)[1]
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.seek(0)
+        state["stderr"] = log.read()
+        log.close()
 
 
 def test_serve_answers_with_a_key_and_refuses_without(cli_env: dict[str, str], name: str) -> None:
@@ -99,3 +107,33 @@ def test_the_official_openai_client_chats_with_a_collection(cli_env: dict[str, s
     citations = (reply.model_extra or {})["citations"]
     assert citations and f"[chunk:{citations[0]['chunk_id']}]" in content
     assert "".join(pieces) == content
+
+
+def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_EMBEDDER": "hash", "RAGD_RERANKER": "none"}
+    try:
+        assert run_cli(["ingest", str(SAMPLES), "-c", "docs"], env).returncode == 0
+        key = run_cli(["keys", "create", "--tenant", "default"], env).stdout.strip().splitlines()[-1]
+        auth = {"Authorization": f"Bearer {key}"}
+        body = {"query": "parental leave", "namespace": "docs", "useReranking": False}
+        with serving(env) as server:
+            url = server["url"]
+            assert httpx.post(url + "/v1/search", json=body, headers=auth, timeout=30).status_code == 200
+            assert run_cli(["db", "stop"], env).returncode == 0
+            down = httpx.post(url + "/v1/search", json=body, headers=auth, timeout=30)
+            not_ready = httpx.get(url + "/readyz", timeout=30)
+            alive = httpx.get(url + "/healthz", timeout=30)
+            assert run_cli(["db", "start"], env).returncode == 0
+            statuses = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                statuses.append(httpx.post(url + "/v1/search", json=body, headers=auth, timeout=30).status_code)
+                if statuses[-1] == 200:
+                    break
+                time.sleep(0.5)
+        assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
+        assert "PostgreSQL" in down.json()["message"] and not_ready.status_code == 503 and alive.status_code == 200
+        assert statuses[-1] == 200 and set(statuses) <= {200, 503}, statuses
+        assert "Traceback" not in server["stderr"]
+    finally:
+        run_cli(["db", "stop"], env)

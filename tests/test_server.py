@@ -161,7 +161,7 @@ def test_a_revoked_key_is_401(http: TestClient, world: dict[str, Any]) -> None:
 def test_the_tenant_comes_from_the_key(http: TestClient, world: dict[str, Any]) -> None:
     mismatch = http.post("/v1/query", json={"question": QUESTION, "collection": "docs", "tenant_id": world["a"]},
                          headers=_auth(world["key_b"]))
-    _is_error(mismatch, 400, "bad_request")
+    _is_error(mismatch, 403, "forbidden")
     same = http.post("/v1/query", json={"question": QUESTION, "collection": "docs", "tenant_id": world["a"]},
                      headers=_auth(world["key_a"]))
     assert same.status_code == 200
@@ -255,6 +255,11 @@ def test_documents_upload_list_get_delete_and_runs(http: TestClient, world: dict
     runs = http.get("/v1/runs", params={"collection": collection}, headers=a).json()["runs"]
     assert run["run_id"] in [r["run_id"] for r in runs]
     one = http.get(f"/v1/runs/{run['run_id']}", headers=a).json()
+    asked = http.post("/v1/query", json={"question": "How long is parental leave in Germany?",
+                                         "collection": collection, "debug": True}, headers=a).json()
+    record = http.get(f"/v1/executions/{asked['debug']['query_id']}", headers=a)
+    assert record.status_code == 200 and record.json()["result_hash"] == asked["debug"]["result_hash"]
+    _is_error(http.get(f"/v1/executions/{asked['debug']['query_id']}", headers=b), 404, "not_found")
     assert len(one["items"]) == 2
     names = [c["name"] for c in http.get("/v1/collections", headers=a).json()["collections"]]
     assert collection in names and "docs" in names

@@ -525,11 +525,13 @@ def conformance(embedders: Sequence[str], pin: Path | None, as_json: bool) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
 @handle_errors
 def redteam(as_json: bool) -> None:
-    """Prompt-injection, exfiltration, tenant-leak, planted-citation and stale-version probes against `ask`
-    (tenants 'redteam' and 'redteam-other'); a pass/fail table, exit 5 when a probe fails."""
+    """Prompt-injection, exfiltration, tenant-leak, planted-citation and stale-version probes against `ask`, and
+    the REST API reached with one tenant's key for another's objects (tenants 'redteam' and 'redteam-other'); a
+    pass/fail table, exit 5 when a probe fails."""
     from . import redteam as probes
 
-    results = probes.run(open_client())
+    client = open_client()
+    results = probes.run(client) + probes.api_probes(client)
     if as_json:
         emit_json({"passed": all(r.passed for r in results), "probes": probes.as_dicts(results)})
     else:

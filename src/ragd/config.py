@@ -18,6 +18,8 @@ class Settings(BaseSettings):
     database_url: str | None = None
     # where tenant sessions log in (host, port, options); user and password are each tenant's own role (0006)
     app_database_url: str | None = None
+    # how long a caller waits for a database connection before the request fails (database_unavailable, 503)
+    db_timeout_s: float = Field(default=10.0, gt=0, le=600)
     embedder: str = "bge-small-en"
     tenant: str = "default"
     collection: str = "default"

@@ -157,6 +157,17 @@ class Ragd:
             run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
             return run
 
+    def execution(self, ref: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """One reproducibility record (query id or unique prefix) of the tenant, in any collection."""
+        tenant = self._tenant(tenant)
+        with self.store.tenant(tenant) as conn:
+            rows = rows_as_dicts(conn.execute(queries.GET_EXECUTION, {"prefix": f"{ref}%"}))
+        if not rows:
+            raise NotFound(f"no query execution {ref!r} for tenant {tenant!r}")
+        if len(rows) > 1:
+            raise InvalidRequest(f"query id prefix {ref!r} is ambiguous; give more characters")
+        return rows[0]
+
     def _load(self, tenant: str, name: str) -> dict[str, Any] | None:
         with self.store.tenant(tenant) as conn:
             cur = conn.execute(queries.GET_COLLECTION, {"name": name})
@@ -301,13 +312,7 @@ class Collection:
 
     def execution(self, ref: str) -> dict[str, Any]:
         """One reproducibility record of this tenant (query id or unique prefix)."""
-        with self.store.tenant(self.tenant) as conn:
-            rows = rows_as_dicts(conn.execute(queries.GET_EXECUTION, {"prefix": f"{ref}%"}))
-        if not rows:
-            raise NotFound(f"no query execution {ref!r} for tenant {self.tenant!r}")
-        if len(rows) > 1:
-            raise InvalidRequest(f"query id prefix {ref!r} is ambiguous; give more characters")
-        return rows[0]
+        return self.client.execution(ref, tenant=self.tenant)
 
     def replay(self, ref: str) -> tuple[dict[str, Any], Answer]:
         """Ask a recorded question again with its recorded plan: (the record, the new answer). The hashes match
@@ -560,11 +565,12 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     canonical = {"answer": text, "abstained": not cited, "cited": [str(c.chunk_id) for c in cited],
                  "context": [str(c.chunk_id) for c in context.chunks]}
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    query_id = uuid.uuid4()
     if record is not None:
         record["result_hash"] = digest
+        record["query_id"] = str(query_id)  # its reproducibility record
     citations = tuple(citation(c) for c in cited)
     reranker = col.client.reranker if reranked else None
-    query_id = uuid.uuid4()
     with col.store.tenant(col.tenant) as conn:
         conn.execute(queries.INSERT_EXECUTION, {
             "query_id": query_id, "tenant_id": col.tenant, "collection_id": col.collection_id,

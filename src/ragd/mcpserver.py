@@ -28,8 +28,10 @@ MAX_FILES = 20
 
 def build(client: Callable[[], Ragd]) -> MCPServer:
     """The MCP server over the `Ragd` that `client()` returns."""
-    server = MCPServer("ragd", instructions="Search, answer with citations, and ingest documents with ragd. "
-                                            "`ask` abstains when the documents do not support an answer.")
+    # log_level: the SDK configures the root logger at this level; ragd's own loggers are the operator's to route
+    server = MCPServer("ragd", log_level="WARNING",
+                       instructions="Search, answer with citations, and ingest documents with ragd. "
+                                    "`ask` abstains when the documents do not support an answer.")
 
     def tenant(ctx: Context) -> str:
         request = ctx.request_context.request if ctx is not None else None

@@ -100,5 +100,50 @@ def run(client: Ragd) -> list[Result]:
     return results
 
 
+def api_probes(client: Ragd) -> list[Result]:
+    """The REST API with a key of tenant `redteam`, reaching for `redteam-other`'s objects by every route that
+    takes an id or a name: each must answer 404 (or 403 for a body naming the other tenant) and never show the
+    other tenant's secret. The key is revoked afterwards."""
+    from starlette.testclient import TestClient
+
+    from . import keys
+    from .server import create_app
+
+    prepare(client)
+    other = client.collection(COLLECTION, tenant=OTHER_TENANT)
+    theirs = {"doc": str(other.document("secret")["doc_id"]), "run": str(other.runs(1)[0]["run_id"]),
+              "execution": str(other.ask("What is the secret launch code?").query_id)}
+    record, key = keys.create(client.store, TENANT, "redteam api probes")
+    auth = {"Authorization": f"Bearer {key}"}
+    checks: list[tuple[str, str, str, dict[str, Any] | None, set[int]]] = [
+        ("another tenant's document", "GET", f"/v1/documents/{theirs['doc']}", None, {404}),
+        ("deleting another tenant's document", "DELETE", f"/v1/documents/{theirs['doc']}", None, {404}),
+        ("another tenant's run", "GET", f"/v1/runs/{theirs['run']}", None, {404}),
+        ("another tenant's execution", "GET", f"/v1/executions/{theirs['execution']}", None, {404}),
+        ("a body naming another tenant", "POST", "/v1/query",
+         {"question": "What is the secret launch code?", "collection": COLLECTION, "tenant_id": OTHER_TENANT}, {403}),
+        ("searching for another tenant's secret", "POST", "/v1/search",
+         {"query": "secret launch code", "namespace": COLLECTION, "threshold": 0.0}, {200}),
+        ("chatting for another tenant's secret", "POST", "/v1/chat/completions",
+         {"model": COLLECTION, "messages": [{"role": "user", "content": "What is the secret launch code?"}]}, {200}),
+        ("listing documents", "GET", "/v1/documents", None, {200}),
+    ]
+    results = []
+    try:
+        with TestClient(create_app(client=client)) as http:
+            for name, method, path, body, expected in checks:
+                response = http.request(method, path, json=body, params={"collection": COLLECTION}, headers=auth)
+                leaked = SECRET in response.text or OTHER_TENANT in response.text  # ids echoed back are the caller's
+                results.append(Result(f"API: {name}", f"{' or '.join(map(str, sorted(expected)))}, nothing of "
+                                                      f"{OTHER_TENANT}'s", response.status_code in expected
+                                      and not leaked, f"{method} {path} -> {response.status_code}"))
+        still_there = client.collection(COLLECTION, tenant=OTHER_TENANT).document("secret")
+        results.append(Result("API: the other tenant's document survives", "still stored after the DELETE",
+                              str(still_there["doc_id"]) == theirs["doc"], "present"))
+    finally:
+        keys.revoke(client.store, record["key_id"])
+    return results
+
+
 def as_dicts(results: list[Result]) -> list[dict[str, Any]]:
     return [dataclasses.asdict(r) for r in results]

@@ -21,11 +21,13 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
+from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import keys, mcpserver
@@ -68,10 +70,26 @@ def error_body(code: str, message: str) -> dict[str, str]:
     return {"error": code, "message": message}
 
 
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"  # collection names (the schema's CHECK)
+Id = Annotated[str, PathParam(pattern=r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$",
+                               description="A UUID")]
+Files = Annotated[list[UploadFile], File(description="One or more files, any supported format", min_length=1)]
+CollectionParam = Annotated[str | None, Query(pattern=NAME, max_length=128,
+                                              description="The collection (default: RAGD_COLLECTION)")]
+
+
 # -- request and response models ------------------------------------------------------------------------------
 
+def _integral(value: Any) -> Any:
+    """JSON Schema's integers include 1.0; strict pydantic does not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: `false` is not a number
 
 
 class QueryRequest(_Strict):
@@ -79,9 +97,9 @@ class QueryRequest(_Strict):
 
     tenant_id: str | None = None
     question: str = Field(min_length=1, max_length=8192)
-    top_k: int = Field(default=10, ge=1, le=50)
+    top_k: Int = Field(default=10, ge=1, le=50)
     debug: bool = False
-    collection: str | None = None
+    collection: str | None = Field(default=None, pattern=NAME, max_length=128)
     stream: bool = False  # server-sent events: token, then citations, then done (the whole response)
 
 
@@ -95,7 +113,7 @@ class ChatRequest(BaseModel):
     grounded and deterministic."""
 
     model_config = ConfigDict(extra="allow")
-    model: str = Field(min_length=1, max_length=128)
+    model: str = Field(pattern=NAME, max_length=128)  # the collection
     messages: list[ChatMessage] = Field(min_length=1, max_length=200)
     stream: bool = False
 
@@ -119,8 +137,8 @@ class SearchRequest(_Strict):
     """Seed 002 POST /api/rag/search."""
 
     query: str = Field(min_length=1, max_length=8192)
-    namespace: str = "default"
-    limit: int = Field(default=10, ge=1, le=100)
+    namespace: str = Field(default="default", pattern=NAME, max_length=128)
+    limit: Int = Field(default=10, ge=1, le=100)
     threshold: float = Field(default=0.7, ge=-1.0, le=1.0)
     useReranking: bool = True
     keywordWeight: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -160,9 +178,9 @@ class IndexRequest(_Strict):
     """Seed 002 POST /api/rag/index."""
 
     documents: list[IndexDocument] = Field(max_length=1000)
-    namespace: str = "default"
-    chunkSize: int = Field(default=512, ge=64, le=2000)
-    chunkOverlap: int = Field(default=100, ge=0, le=1000)
+    namespace: str = Field(default="default", pattern=NAME, max_length=128)
+    chunkSize: Int = Field(default=512, ge=64, le=2000)
+    chunkOverlap: Int = Field(default=100, ge=0, le=1000)
 
 
 class IndexFailure(BaseModel):
@@ -184,6 +202,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, code, description in (
         (400, "bad_request", "The request is malformed or names something invalid"),
         (401, "unauthorized", "No API key, or a key that is unknown or revoked"),
+        (403, "forbidden", "The body names another tenant than the API key's"),
         (404, "not_found", "No such object for this tenant"),
         (413, "file_too_large", "An uploaded file is over RAGD_MAX_FILE_BYTES"),
         (429, "rate_limited", "Over the key's requests per minute; see Retry-After"),
@@ -191,6 +210,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
     )
 }
+
+
+STREAMED: dict[str, Any] = {"description": "The response; with `stream`, server-sent events",
+                            "content": {"text/event-stream": {"schema": {}}}}
 
 
 def _errs(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -235,7 +258,7 @@ def own_tenant(request: Request, key_tenant: str, body_tenant: str | None) -> st
     if body_tenant is None:
         return key_tenant
     if request.app.state.keyed and body_tenant != key_tenant:
-        raise ApiError(400, "bad_request", "tenant_id differs from the API key's tenant; omit it")
+        raise ApiError(403, "forbidden", "tenant_id differs from the API key's tenant; omit it")
     return body_tenant
 
 
@@ -268,6 +291,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     _errors(app)
 
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp
+    _document_validation_as_400(app)
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Any:
@@ -299,7 +323,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"status": "ready", "schema_version": version}
 
     @app.post("/v1/query", response_model=QueryResponse, tags=["answers"],
-              responses={**_errs(400, 401, 404, 429, 500, 503),
+              responses={**_errs(400, 401, 403, 404, 429, 500, 503), 200: STREAMED,
                          502: {"description": "The generator (LLM) failed",
                                "content": {"application/json": {"example": error_body("llm_unavailable", "...")}}}})
     def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> Any:
@@ -324,7 +348,9 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             {"id": c["name"], "object": "model", "created": int(c["created_at"].timestamp()), "owned_by": "ragd"}
             for c in r.collections(who)]}
 
-    @app.post("/v1/chat/completions", tags=["chat"], responses=_errs(400, 401, 404, 429, 500, 503))
+    @app.post("/v1/chat/completions", tags=["chat"],
+              responses={**_errs(400, 401, 404, 429, 500, 503), 200: {**STREAMED, "content": {
+                  "application/json": {"schema": {"type": "object"}}, **STREAMED["content"]}}})
     def chat(body: ChatRequest, request: Request, r: Rag, who: Tenant) -> Any:
         """OpenAI-compatible chat: the model names the collection, the last user message is the question, the
         answer carries its [chunk:ID] markers and a `citations` list."""
@@ -384,9 +410,10 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "rerankingApplied": any(h.rerank_score is not None for h in hits)}
 
     @app.post("/v1/index", response_model=IndexResponse, tags=["documents"],
-              responses=_errs(401, 429, 500, 503))
+              responses=_errs(400, 401, 429, 500, 503))
     def index(body: IndexRequest, r: Rag, who: Tenant) -> dict[str, Any]:
-        """Seed 002: index a batch; always 200, each item that could not be indexed listed in `failed`."""
+        """Seed 002: index a batch; 200 whatever its items hold, each item that could not be indexed listed in
+        `failed` (400 only for a body that is not a batch at all)."""
         from ..types import ChunkPolicy
 
         failed: list[dict[str, Any]] = []
@@ -419,8 +446,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "total": len(body.documents), "failed": failed}
 
     @app.post("/v1/documents", tags=["documents"], responses=_errs(400, 401, 413, 429, 500, 503))
-    def upload(r: Rag, who: Tenant, files: Annotated[list[UploadFile], File(description="Supported formats")],
-               collection: str | None = None) -> dict[str, Any]:
+    def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None) -> dict[str, Any]:
         """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
         ingestion run with its items (a file that fails is listed with its reason; the rest are stored)."""
         col = r.collection(collection, tenant=who)
@@ -445,7 +471,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"collection": col.name, **report.as_dict()}
 
     @app.get("/v1/documents", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
-    def list_documents(r: Rag, who: Tenant, collection: str | None = None,
+    def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                        offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
         """Documents of a collection (by external id), with their active version."""
@@ -454,29 +480,35 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
 
     @app.get("/v1/documents/{ref:path}", tags=["documents"],
              responses=_errs(400, 401, 404, 429, 500, 503))
-    def get_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
+    def get_document(ref: str, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """One document by external id or doc id, with its versions."""
         col = r.collection(collection, tenant=who, create=False)
         return jsonable(col.document(ref))  # type: ignore[no-any-return]
 
     @app.delete("/v1/documents/{ref:path}", tags=["documents"],
                 responses=_errs(400, 401, 404, 429, 500, 503))
-    def delete_document(ref: str, r: Rag, who: Tenant, collection: str | None = None) -> dict[str, Any]:
+    def delete_document(ref: str, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """Delete a document and every version of it; searches stop finding it at once."""
         col = r.collection(collection, tenant=who, create=False)
         return {"deleted": str(col.delete(ref))}
 
     @app.get("/v1/runs", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
-    def list_runs(r: Rag, who: Tenant, collection: str | None = None,
+    def list_runs(r: Rag, who: Tenant, collection: CollectionParam = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
         """The latest ingestion runs of the tenant."""
         col = r.collection(collection, tenant=who, create=False)
         return {"runs": jsonable(col.runs(limit))}
 
     @app.get("/v1/runs/{run_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
-    def get_run(run_id: str, r: Rag, who: Tenant) -> dict[str, Any]:
-        """One ingestion run (id or unique prefix) with every item."""
+    def get_run(run_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
+        """One ingestion run with every item."""
         return jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
+
+    @app.get("/v1/executions/{query_id}", tags=["answers"], responses=_errs(400, 401, 404, 429, 500, 503))
+    def get_execution(query_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
+        """An answer's reproducibility record (its query id: `debug.query_id` of /v1/query): question, models,
+        plan, retrieved and context chunks, answer, citations, timings and result hash."""
+        return jsonable(r.execution(query_id, tenant=who))  # type: ignore[no-any-return]
 
     @app.get("/v1/collections", tags=["documents"], responses=_errs(401, 429, 500, 503))
     def list_collections(r: Rag, who: Tenant) -> dict[str, Any]:
@@ -500,6 +532,27 @@ def _last_user_text(messages: list[ChatMessage]) -> str:
             if text.strip():
                 return text.strip()[:8192]
     raise ApiError(400, "bad_request", "messages: no user message with text to answer")
+
+
+def _document_validation_as_400(app: FastAPI) -> None:
+    """OpenAPI without FastAPI's 422: a request that fails validation is answered 400 `bad_request`."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    responses = operation.get("responses", {})
+                    if responses.pop("422", None) is not None and "400" not in responses:
+                        responses["400"] = ERRORS[400]
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _upload_name(filename: str | None, n: int) -> str:
@@ -582,7 +635,13 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
-        return respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            allowed = {m for route in app.routes if isinstance(route, APIRoute)
+                       and route.path_regex.match(request.url.path) for m in route.methods or ()}
+            headers["Allow"] = ", ".join(sorted(allowed)) or headers.get("Allow", "")
+        return respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail),
+                       headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -92,7 +92,7 @@ class Store:
         self._check_reachable()
         if migrate:
             self.migrate()
-        self._pool = _pool(url, "ragd-admin", min_size=0)
+        self._pool = _pool(url, "ragd-admin", min_size=0, timeout=settings.db_timeout_s)
         # Tenant sessions log in as their tenant's own role, so no SQL run on them can become another tenant
         # (see migration 0006). Where those roles cannot log in, the privileged login takes the tenant's role
         # for each transaction instead: still under row-level security, but SQL could RESET ROLE out of it.
@@ -167,7 +167,8 @@ class Store:
                         "logins for the ragd_t_* roles in pg_hba.conf (or set RAGD_APP_DATABASE_URL) for "
                         "isolation that holds against SQL injection.", _redact(self.url), str(exc).strip())
                     return None
-            pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60)
+            pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
+                         timeout=self.settings.db_timeout_s)
             self._tenant_pools[role] = pool
             evicted = []
             while len(self._tenant_pools) > MAX_TENANT_POOLS:
@@ -249,9 +250,12 @@ class Store:
         return int(row[0]) if row and row[0] is not None else 0
 
 
-def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600) -> ConnectionPool:
+def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600,
+          timeout: float = 10.0) -> ConnectionPool:
+    """Connections checked before use (a server restart leaves none broken for a caller); a caller waits at most
+    `timeout` seconds for one, so a lost database is reported (503) within that time, not after minutes."""
     return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle, configure=_configure,
-                          reset=_reset, check=ConnectionPool.check_connection, open=True, timeout=30, name=name)
+                          reset=_reset, check=ConnectionPool.check_connection, open=True, timeout=timeout, name=name)
 
 
 def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:

@@ -1,0 +1,145 @@
+"""Load on the REST server: N concurrent clients on loopback for a bounded time against /v1/search and /v1/query,
+for each worker count. Prints throughput, p50/p95/p99 latency and errors, and the search p95 under load against
+the unloaded p95 of the same server (a ratio, so machine noise hits both).
+
+    python bench/load.py                       # 1 and 2 workers, 8 clients, 60 s each, SciFact's first 1000 docs
+    python bench/load.py --workers 1,2,4 --clients 16 --seconds 30 --embedder hash
+
+The clients run on the same machine as the server and take CPU from it: on 2 cores, figures are a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from _common import pct, scifact_docs, scifact_queries
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli(args: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "ragd.cli", *args], env=env, capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    return done.stdout
+
+
+def _serve(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), "--workers",
+                             str(workers)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("the server did not become ready in 120 s")
+
+
+def _request(client: httpx.Client, route: str, query: str) -> tuple[float, bool]:
+    body = ({"query": query, "namespace": "bench", "limit": 10, "useReranking": False, "threshold": 0.0}
+            if route == "search" else {"question": query, "collection": "bench", "top_k": 10})
+    started = time.perf_counter()
+    try:
+        ok = client.post(f"/v1/{route}", json=body).status_code == 200
+    except httpx.HTTPError:
+        ok = False
+    return (time.perf_counter() - started) * 1000, ok
+
+
+def _load(url: str, key: str, queries: list[str], clients: int, seconds: float, route: str) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def worker(n: int) -> None:
+        nonlocal errors
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+            i = n
+            while time.monotonic() < stop:
+                ms, ok = _request(client, route, queries[i % len(queries)])
+                i += clients
+                with lock:
+                    latencies.append(ms)
+                    errors += 0 if ok else 1
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - started
+    return {"requests": len(latencies), "rps": len(latencies) / elapsed, "p50": pct(latencies, 50),
+            "p95": pct(latencies, 95), "p99": pct(latencies, 99), "errors": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", default="1,2", help="Comma-separated worker counts (default 1,2).")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60.0, help="Per route and worker count.")
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--embedder", default="bge-small-en")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    queries = scifact_queries()[:300]
+    with tempfile.TemporaryDirectory(prefix="ragd-load-") as home:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | {
+            "RAGD_HOME": home, "RAGD_EMBEDDER": args.embedder, "RAGD_RATE_LIMIT_PER_MINUTE": "0",
+            "RAGD_CACHE_TTL_S": "0"}
+        corpus = Path(home) / "corpus.jsonl"
+        corpus.write_text("".join(json.dumps(d) + "\n" for d in scifact_docs(args.docs)), encoding="utf-8")
+        _cli(["ingest", str(corpus), "-c", "bench"], env)
+        key = _cli(["keys", "create", "--tenant", "default", "--name", "load"], env).strip().splitlines()[-1]
+        rows = []
+        try:
+            for workers in [int(w) for w in args.workers.split(",")]:
+                proc, url = _serve(env, workers)
+                try:
+                    quiet = _load(url, key, queries, 1, min(15.0, args.seconds), "search")
+                    for route in ("search", "query"):
+                        loaded = _load(url, key, queries, args.clients, args.seconds, route)
+                        rows.append({"workers": workers, "route": route, "clients": args.clients, **loaded,
+                                     "unloaded_search_p95": quiet["p95"],
+                                     "p95_vs_unloaded": loaded["p95"] / quiet["p95"] if route == "search" else None})
+                finally:
+                    proc.send_signal(signal.SIGINT)
+                    proc.wait(timeout=60)
+        finally:
+            subprocess.run([sys.executable, "-m", "ragd.cli", "db", "stop"], env=env, capture_output=True, cwd=REPO)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"load: {args.clients} clients, {args.seconds:.0f} s per route, {args.docs} SciFact docs, {args.embedder}")
+    print(f"{'workers':>7} {'route':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7} "
+          f"{'p95/unloaded':>13}")
+    for r in rows:
+        ratio = f"{r['p95_vs_unloaded']:.2f}" if r["p95_vs_unloaded"] else "-"
+        print(f"{r['workers']:>7} {r['route']:>7} {r['rps']:>8.1f} {r['p50']:>8.1f} {r['p95']:>8.1f} "
+              f"{r['p99']:>8.1f} {r['errors']:>7} {ratio:>13}")
+
+
+if __name__ == "__main__":
+    main()
