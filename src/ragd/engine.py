@@ -50,6 +50,7 @@ from .retrieve.legs import (
 )
 from .store import Store, queries
 from .store.postgres import check_name, check_tenant
+from .telemetry import annotate, span
 from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
 
 MAX_K = 1000
@@ -259,10 +260,15 @@ class Collection:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
-        return run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
-                          options=options or ExtractOptions(), duplicates=duplicates,
-                          near_duplicates=near_duplicates, on_progress=on_progress,
-                          uploads=[(name, Path(path)) for name, path in uploads])
+        with span("rag.indexer.index_documents", **{"rag.collection": self.name, "rag.paths": len(paths),
+                                                    "rag.documents": len(docs), "rag.uploads": len(uploads)}) as s:
+            report = run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
+                                options=options or ExtractOptions(), duplicates=duplicates,
+                                near_duplicates=near_duplicates, on_progress=on_progress,
+                                uploads=[(name, Path(path)) for name, path in uploads])
+            annotate(s, **{"rag.items": len(report.items), "rag.failed": len(report.failed),
+                           "rag.chunks": report.chunks})
+            return report
 
     # -- search -------------------------------------------------------------------------------
 
@@ -452,6 +458,15 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
 
     When `timings` is given, it receives each stage's milliseconds (embed, vector, lexical, fuse, rerank); `debug`
     receives the reranker's outcome (reranker_used, reranker_skipped, reranker_error, reranker_latency_ms)."""
+    with span("rag.retriever.retrieve_documents", **{"rag.collection": store.name, "rag.k": plan.k,
+                                                      "rag.fusion": plan.fusion, "rag.rerank": plan.rerank}) as s:
+        results = _retrieve(query, plan, store, timings, debug)
+        annotate(s, **{"rag.results": len(results)})
+        return results
+
+
+def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, float] | None,
+              debug: dict[str, Any] | None) -> list[Candidate]:
     clock = _Stopwatch(timings)
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequest("the query is empty")
@@ -502,8 +517,14 @@ def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[
     if reranker is None:
         return ranked, RerankOutcome(used=False)
     s = col.settings
-    return rerank_fail_open(query, ranked, reranker, top=s.rerank_top, weight=s.rerank_weight,
-                            timeout_s=s.rerank_timeout_s)
+    provider = "local" if isinstance(reranker, CrossEncoder) else reranker.name.split(":")[0]
+    with span(f"rag.reranker.{provider}", **{"rag.reranker": reranker.name, "rag.candidates": len(ranked),
+                                             "rag.rerank_top": s.rerank_top}) as current:
+        out, outcome = rerank_fail_open(query, ranked, reranker, top=s.rerank_top, weight=s.rerank_weight,
+                                        timeout_s=s.rerank_timeout_s)
+        annotate(current, **{"rag.pairs": outcome.pairs, "rag.reranker_skipped": outcome.skipped,
+                             "rag.reranker_error": outcome.error, "rag.latency_ms": round(outcome.latency_ms, 2)})
+    return out, outcome
 
 
 @dataclasses.dataclass(frozen=True)
@@ -539,10 +560,17 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
-    elif generator is None:
-        written = _extractive(question, context.chunks, col, reranked, rerank_floor)
     else:
-        written = _generated(question, context.chunks, generator)
+        provider = generator.provider if generator else "extractive"
+        with span(f"rag.generator.{provider}", **{"rag.generator": generator.name if generator else "extractive",
+                                                  "rag.context_chunks": len(context.chunks),
+                                                  "rag.context_tokens": context.tokens}) as current:
+            written = (_extractive(question, context.chunks, col, reranked, rerank_floor) if generator is None
+                       else _generated(question, context.chunks, generator))
+            done = written.completion
+            annotate(current, **{"rag.abstained": not written.cited,
+                                 "rag.prompt_tokens": done.prompt_tokens if done else None,
+                                 "rag.completion_tokens": done.completion_tokens if done else None})
     clock.lap("generate")
     cited = written.cited
     text = written.text if cited else ABSTAIN_ANSWER

@@ -1,0 +1,35 @@
+"""OpenTelemetry spans, named as seed 002 names them: `rag.indexer.index_documents`,
+`rag.retriever.retrieve_documents`, `rag.reranker.<provider>` and `rag.generator.<provider>`, with counts and
+settings as attributes. The API is always importable (the `mcp` SDK depends on it) and costs nothing until an
+SDK tracer provider is installed: `pip install 'ragd[otel]'` and configure an exporter as usual."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+try:
+    from opentelemetry import trace
+except ImportError:  # pragma: no cover - a dependency of mcp, so normally present
+    trace = None  # type: ignore[assignment]
+
+
+@contextmanager
+def span(name: str, **attributes: Any) -> Iterator[Any]:
+    """A span (None without OpenTelemetry); attributes that are None are left out."""
+    if trace is None:
+        yield None
+        return
+    tracer = trace.get_tracer("ragd")
+    with tracer.start_as_current_span(name, attributes={k: v for k, v in attributes.items()
+                                                         if v is not None}) as current:
+        yield current
+
+
+def annotate(current: Any, **attributes: Any) -> None:
+    """Attributes known only at the end of the work (result counts, whether a step was skipped)."""
+    if current is not None:
+        for key, value in attributes.items():
+            if value is not None:
+                current.set_attribute(key, value)
