@@ -137,3 +137,16 @@ def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path
         assert "Traceback" not in server["stderr"]
     finally:
         run_cli(["db", "stop"], env)
+
+
+def test_serve_refuses_an_outdated_schema_and_gives_up_on_an_absent_database(fresh_database: str,
+                                                                             tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash"}
+    outdated = run_cli(["serve", "--no-migrate", "--port", str(_free_port())], env)
+    assert outdated.returncode == 3 and "run `ragd migrate` first" in outdated.stderr, outdated.stderr
+    absent = {**env, "RAGD_DATABASE_URL": f"postgresql://ragd:x@127.0.0.1:{_free_port()}/ragd"}
+    started = time.monotonic()
+    gone = run_cli(["serve", "--wait", "2", "--port", str(_free_port())], absent)
+    assert gone.returncode == 3 and "waiting for the database" in gone.stderr
+    assert gone.stderr.strip().splitlines()[-1].startswith("error (database_unavailable)")
+    assert time.monotonic() - started < 30

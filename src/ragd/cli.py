@@ -743,16 +743,40 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
+@click.option("--migrate/--no-migrate", default=True, show_default=True,
+              help="Apply pending migrations at startup; with --no-migrate, refuse to start on an outdated schema "
+                   "(run `ragd migrate` as a one-shot step first).")
+@click.option("--wait", default=60.0, show_default=True, type=click.FloatRange(0, 3600),
+              help="Seconds to keep retrying an unreachable database at startup (with backoff).")
 @handle_errors
-def serve(host: str, port: int, workers: int) -> None:
-    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs)."""
+def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> None:
+    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) and MCP over HTTP at /mcp."""
+    import time
+
     import uvicorn
 
     from . import keys
+    from .errors import DatabaseUnavailable, MigrationError
+    from .store.postgres import migrations
 
     settings = load_settings()
-    store = Store.open(settings)  # applies pending migrations once, before any worker starts
+    deadline, delay = time.monotonic() + wait, 0.5
+    while True:  # the database may still be starting (a compose stack, a restarted server)
+        try:
+            store = Store.open(settings, migrate=migrate)  # migrations once, before any worker starts
+            break
+        except DatabaseUnavailable as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            click.echo(f"waiting for the database ({' '.join(str(exc).split())[:160]}); retry in {delay:.1f} s",
+                       err=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
     try:
+        latest = max(v for v, _, _ in migrations())
+        if store.schema_version() < latest:
+            raise MigrationError(f"the schema is at version {store.schema_version()}, this ragd needs {latest}: "
+                                 "run `ragd migrate` first (or start without --no-migrate)")
         keyed = keys.active(store) > 0
     finally:
         store.close()

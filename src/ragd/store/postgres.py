@@ -245,7 +245,10 @@ class Store:
         return applied_now
 
     def schema_version(self) -> int:
+        """The highest applied migration; 0 for a database ragd has never migrated."""
         with self.admin() as conn:
+            if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+                return 0
             row = conn.execute(queries.SCHEMA_VERSION).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
