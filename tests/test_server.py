@@ -362,3 +362,14 @@ def test_openai_compatible_chat_completions(http: TestClient, world: dict[str, A
                                                                                      "content": "x"}]}, headers=a),
               400, "bad_request")
     _is_error(http.post("/v1/chat/completions", json={"model": "docs", "messages": messages}), 401, "unauthorized")
+
+
+def test_readyz_is_503_when_a_configured_model_does_not_load(settings: Settings, tmp_path: Any) -> None:
+    broken = ragd.connect(settings=settings.model_copy(update={"generator": f"gguf:{tmp_path}/missing.gguf"}))
+    try:
+        with TestClient(create_app(client=broken)) as test_client:
+            ready = test_client.get("/readyz")
+            alive = test_client.get("/healthz")
+    finally:
+        broken.close()
+    assert "missing.gguf" in _is_error(ready, 503, "models_unavailable")["message"] and alive.status_code == 200

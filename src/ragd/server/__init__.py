@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import keys, mcpserver
 from ..config import Settings, load_settings
+from ..embed import make_embedder
 from ..engine import Ragd, connect
 from ..errors import (
     DatabaseUnavailable,
@@ -314,12 +315,20 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
 
     @app.get("/readyz", tags=["ops"], responses={503: ERRORS[503]})
     def readyz(r: Rag) -> dict[str, Any]:
-        """The database answers and its schema is current."""
+        """The database answers, its schema is current, and the configured models load (the embedder, the
+        reranker and the generator; loaded once, then kept)."""
         version = r.store.schema_version()
         latest = max(v for v, _, _ in queries_migrations())
         if version < latest:
             raise ApiError(503, "schema_outdated", f"the schema is at {version}, this ragd needs {latest}: "
                                                    "run `ragd migrate`")
+        if not getattr(app.state, "models_ready", False):
+            try:
+                make_embedder(r.settings.embedder, r.settings).dims  # noqa: B018 (loads the model)
+                _ = r.reranker, r.generator
+            except RagdError as exc:
+                raise ApiError(503, "models_unavailable", f"a configured model does not load: {exc}") from exc
+            app.state.models_ready = True
         return {"status": "ready", "schema_version": version}
 
     @app.post("/v1/query", response_model=QueryResponse, tags=["answers"],
