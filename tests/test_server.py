@@ -373,3 +373,14 @@ def test_readyz_is_503_when_a_configured_model_does_not_load(settings: Settings,
     finally:
         broken.close()
     assert "missing.gguf" in _is_error(ready, 503, "models_unavailable")["message"] and alive.status_code == 200
+
+
+def test_every_request_logs_one_line(http: TestClient, world: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="ragd.request"):
+        http.post("/v1/search", json={"query": "leave", "namespace": "docs"}, headers=_auth(world["key_a"]))
+        http.get("/v1/documents", params={"collection": "docs"})  # no key
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "ragd.request"]
+    assert [(x["method"], x["path"], x["http_status"]) for x in lines] == [
+        ("POST", "/v1/search", 200), ("GET", "/v1/documents", 401)]
+    assert lines[0]["tenant_id"] == world["a"] and lines[1]["tenant_id"] is None
+    assert all(x["request_id"] and x["latency_ms"] >= 0 for x in lines)

@@ -244,6 +244,7 @@ def tenant(request: Request) -> str:
     if caller is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked",
                        {"WWW-Authenticate": 'Bearer realm="ragd", error="invalid_token"'})
+    request.state.tenant = caller.tenant_id
     if caller.retry_after_s:
         wait = int(caller.retry_after_s)
         raise ApiError(429, "rate_limited", f"over {r.settings.rate_limit_per_minute} requests per minute for this "
@@ -304,8 +305,15 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             except ApiError as exc:
                 return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
                                     headers={**exc.headers, "X-Request-ID": request.state.request_id})
+        started = time.perf_counter()
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
+        if REQUEST_LOG.isEnabledFor(logging.INFO):
+            REQUEST_LOG.info(json.dumps({
+                "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "request_id": request.state.request_id, "method": request.method, "path": request.url.path,
+                "tenant_id": getattr(request.state, "tenant", None), "http_status": response.status_code,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
         return response
 
     @app.get("/healthz", tags=["ops"])
@@ -572,6 +580,7 @@ def _upload_name(filename: str | None, n: int) -> str:
 
 
 QUERY_LOG = logging.getLogger("ragd.query")
+REQUEST_LOG = logging.getLogger("ragd.request")  # one JSON line per HTTP request, whatever the route
 
 
 def _log_failed_query(tenant: str, collection: str, request_id: str, question: str, status: int,
