@@ -10,9 +10,9 @@ SCIFACT ?= ../shared/data/beir/scifact
 LEXICAL_FLOOR ?= 0.685
 SQUAD ?= ../shared/data/qa/squad2/dev-v2.0-first16.json
 # Answers on 400 SQuAD 2.0 questions (scope split, thresholds calibrated on one half), held-out half measured
-# abstain F1 0.978, answered 0.940, answer recall 0.936, citation precision 0.830: floors a few points below.
+# abstain F1 0.978, answered 0.940, answer recall 0.936, citation precision 0.862: floors a few points below.
 ANSWER_GATES ?= --fail-under answers:abstain_f1=0.93 --fail-under answers:answered=0.88 \
-	--fail-under answers:answer_recall=0.85 --fail-under answers:citation_precision=0.75
+	--fail-under answers:answer_recall=0.85 --fail-under answers:citation_precision=0.80
 
 $(BIN)/ragd: pyproject.toml
 	$(PY) -m venv $(VENV)

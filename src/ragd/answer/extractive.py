@@ -4,7 +4,8 @@ followed by its `[chunk:ID]`; nothing is written that the documents do not say.
 Whether to answer at all is decided before (see `abstain`); this picks what to quote. The pieces are sentences,
 and for a table each body row written out with its header ("City: London; Per diem (EUR): 45").
 - The first context chunk gives its best piece, and its runner-up unless that scores below a quarter of it.
-- Each later chunk (up to `max_chunks`) gives its best piece if that scores at least half the best so far.
+- Each later chunk (up to `max_chunks`) gives its best piece if that scores at least LATER_SHARE (0.8) of the
+  best so far.
 - At most `max_pieces` in all, each chunk's in text order.
 Pieces are scored with the cross-encoder when one is given (it reads each with the chunk's title and headings in
 front: a sentence alone often does not say what it is about), and by shared query words otherwise.
@@ -34,6 +35,12 @@ INJECTION = re.compile(
     r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(instructions?|rules?|prompts?|directions?|guidelines)\b"
     r"|\b(reveal|print|show|repeat|output|leak)\b[^.]{0,30}\b(system prompt|your (instructions|prompt|rules))\b"
     r"|\byou are now\b|\bnew instructions\b|^\s*(assistant|system|ai)\s*[,:]", re.IGNORECASE)
+# A later chunk's best piece is quoted only if it scores at least this share of the best piece so far. Measured on
+# 400 SQuAD 2.0 questions (calibration / held-out halves): 0.5 gave citation precision 0.795 / 0.830, 0.8 gave
+# 0.818 / 0.862 and 1.0 gave 0.977 / 0.957, answer recall unchanged (0.818 / 0.936) at all three. SQuAD answers
+# sit in one paragraph by construction, so 1.0 would be tuned to that; 0.8 still lets a question that needs two
+# documents quote both.
+LATER_SHARE = 0.8
 STOP = frozenset("a an and are as at be by can do does for from get how i in is it me my of on or our should the "
                  "to was we what when where which who why will with you your".split())
 
@@ -81,7 +88,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
         if n == 0:  # the best piece, and the runner-up unless it scores far below (a quarter)
             take = order[:1] + [i for i in order[1:2] if scores[i] >= scores[order[0]] / 4]
         else:
-            take = [i for i in order[:1] if scores[i] >= best / 2]
+            take = [i for i in order[:1] if scores[i] >= best * LATER_SHARE]
         take = [i for i in take if scores[i] > 0]  # a piece sharing nothing with the question is never quoted
         best = max(best, scores[order[0]])
         chosen += [(units[i], chunk, scores[i]) for i in sorted(take)]
