@@ -757,7 +757,7 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> Non
 
     from . import keys
     from .errors import DatabaseUnavailable, MigrationError
-    from .store.postgres import migrations
+    from .store.postgres import latest_migration
 
     settings = load_settings()
     deadline, delay = time.monotonic() + wait, 0.5
@@ -773,7 +773,7 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> Non
             time.sleep(delay)
             delay = min(delay * 2, 10.0)
     try:
-        latest = max(v for v, _, _ in migrations())
+        latest = latest_migration()
         if store.schema_version() < latest:
             raise MigrationError(f"the schema is at version {store.schema_version()}, this ragd needs {latest}: "
                                  "run `ragd migrate` first (or start without --no-migrate)")

@@ -655,6 +655,11 @@ def _generated(question: str, context: Sequence[Candidate], generator: Generator
 QUERY_LOG = logging.getLogger("ragd.query")
 
 
+def log_timestamp() -> str:
+    """Now, as the JSON log lines write it: UTC, milliseconds, a Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def query_log_line(col: Collection, plan: Plan, info: dict[str, Any], timings: dict[str, float],
                    context_tokens: int, context_chunks: int, abstained: bool, request_id: str | None, question: str,
                    total_ms: float, generator: Generator | None = None,
@@ -662,7 +667,7 @@ def query_log_line(col: Collection, plan: Plan, info: dict[str, Any], timings: d
     """The JSON line of an answered query (logger `ragd.query`), with the fields of seed 001 ("Logging and
     Observability"); the question only as its hash. `http_status` is the REST adapter's to fill."""
     return {
-        "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "ts": log_timestamp(),
         "tenant_id": col.tenant, "collection": col.name, "request_id": request_id,
         "question_hash": ids.sha256_text(question), "k_vec": plan.k_vec, "k_fts": plan.k_lex,
         "k_rerank": info.get("k_rerank", 0), "num_vec_candidates": info.get("num_vec_candidates", 0),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .engine import Ragd
 from .errors import InvalidRequest, RagdError
+from .ingest.uploads import spool
 from .types import jsonable
 
 TENANT_STATE = "ragd_tenant"  # where the REST middleware leaves the authenticated tenant in the ASGI scope
@@ -78,8 +78,9 @@ def build(client: Callable[[], Ragd]) -> MCPServer:
 
         def go() -> dict[str, Any]:
             col = client().collection(collection, tenant=who)
-            with tempfile.TemporaryDirectory(prefix="ragd-mcp-") as spool:
-                uploads = [_spool(spool, n, f, col.settings.max_file_bytes) for n, f in enumerate(files or [])]
+            with tempfile.TemporaryDirectory(prefix="ragd-mcp-") as folder:
+                uploads = [spool(folder, n, f.get("name"), [_decoded(f)], col.settings.max_file_bytes)
+                           for n, f in enumerate(files or [])]
                 report = col.ingest(documents=list(texts or []), uploads=uploads)
             return {"collection": col.name, **report.as_dict()}
 
@@ -105,20 +106,11 @@ def build(client: Callable[[], Ragd]) -> MCPServer:
     return server
 
 
-def _spool(folder: str, n: int, item: dict[str, str], limit: int) -> tuple[str, str]:
-    name = os.path.basename(str(item.get("name") or "")).lstrip(".") or f"file-{n}"
+def _decoded(item: dict[str, str]) -> bytes:
     try:
-        data = base64.b64decode(item.get("content_base64") or "", validate=True)
+        return base64.b64decode(item.get("content_base64") or "", validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise InvalidRequest(f"{name}: content_base64 is not base64") from exc
-    if len(data) > limit:
-        raise InvalidRequest(f"{name} is {len(data)} bytes, over the {limit}-byte limit (RAGD_MAX_FILE_BYTES)")
-    path = os.path.join(folder, str(n))
-    os.mkdir(path)
-    path = os.path.join(path, name)
-    with open(path, "wb") as out:
-        out.write(data)
-    return name, path
+        raise InvalidRequest(f"{item.get('name') or 'a file'}: content_base64 is not base64") from exc
 
 
 def run_stdio() -> None:

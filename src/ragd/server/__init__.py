@@ -10,14 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
@@ -33,15 +31,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import keys, mcpserver
 from ..config import Settings, load_settings
 from ..embed import make_embedder
-from ..engine import Ragd, connect
+from ..engine import Ragd, connect, log_timestamp
 from ..errors import (
     DatabaseUnavailable,
+    FileTooLarge,
     InvalidRequest,
     LLMUnavailable,
     NotFound,
     RagdError,
 )
 from ..ids import sha256_text
+from ..ingest.uploads import spool
+from ..store.postgres import latest_migration
 from ..types import jsonable
 
 log = logging.getLogger("ragd.server")
@@ -54,6 +55,8 @@ class ApiError(Exception):
 
 
 def _status(exc: RagdError) -> tuple[int, str]:
+    if isinstance(exc, FileTooLarge):
+        return 413, "file_too_large"
     if isinstance(exc, InvalidRequest):
         return 400, "bad_request"
     if isinstance(exc, NotFound):
@@ -310,7 +313,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         response.headers["X-Request-ID"] = request.state.request_id
         if REQUEST_LOG.isEnabledFor(logging.INFO):
             REQUEST_LOG.info(json.dumps({
-                "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "ts": log_timestamp(),
                 "request_id": request.state.request_id, "method": request.method, "path": request.url.path,
                 "tenant_id": getattr(request.state, "tenant", None), "http_status": response.status_code,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
@@ -326,7 +329,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         """The database answers, its schema is current, and the configured models load (the embedder, the
         reranker and the generator; loaded once, then kept)."""
         version = r.store.schema_version()
-        latest = max(v for v, _, _ in queries_migrations())
+        latest = latest_migration()
         if version < latest:
             raise ApiError(503, "schema_outdated", f"the schema is at {version}, this ragd needs {latest}: "
                                                    "run `ragd migrate`")
@@ -468,22 +471,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         ingestion run with its items (a file that fails is listed with its reason; the rest are stored)."""
         col = r.collection(collection, tenant=who)
         limit = r.settings.max_file_bytes
-        with tempfile.TemporaryDirectory(prefix="ragd-upload-") as spool:
-            uploads: list[tuple[str, str]] = []
-            for n, f in enumerate(files):
-                name = _upload_name(f.filename, n)
-                folder = os.path.join(spool, str(n))  # one folder per file: equal names stay apart
-                os.mkdir(folder)
-                path = os.path.join(folder, name)
-                with open(path, "wb") as out:
-                    size = 0
-                    while block := f.file.read(1 << 20):
-                        size += len(block)
-                        if size > limit:
-                            raise ApiError(413, "file_too_large", f"{name} is over the {limit}-byte limit "
-                                                                  "(RAGD_MAX_FILE_BYTES)")
-                        out.write(block)
-                uploads.append((name, path))
+        with tempfile.TemporaryDirectory(prefix="ragd-upload-") as folder:
+            uploads = [spool(folder, n, f.filename, _blocks(f), limit) for n, f in enumerate(files)]
             report = col.ingest(uploads=uploads)
         return {"collection": col.name, **report.as_dict()}
 
@@ -572,11 +561,9 @@ def _document_validation_as_400(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _upload_name(filename: str | None, n: int) -> str:
-    """A safe base name for an uploaded file: no directories, no leading dots, at most 200 characters."""
-    base = os.path.basename((filename or "").replace("\\", "/")).strip().lstrip(".")
-    base = "".join(ch for ch in base if ch.isprintable() and ch not in '/\0')[:200]
-    return base or f"upload-{n}"
+def _blocks(upload: UploadFile) -> Iterator[bytes]:
+    while block := upload.file.read(1 << 20):
+        yield block
 
 
 QUERY_LOG = logging.getLogger("ragd.query")
@@ -588,7 +575,7 @@ def _log_failed_query(tenant: str, collection: str, request_id: str, question: s
     """The query log line of a request that got no answer: what is known, and its HTTP status."""
     if QUERY_LOG.isEnabledFor(logging.INFO):
         QUERY_LOG.info(json.dumps({
-            "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "tenant_id": tenant,
+            "ts": log_timestamp(), "tenant_id": tenant,
             "collection": collection, "request_id": request_id,
             "question_hash": sha256_text(question),
             "latency_ms_total": round((time.perf_counter() - started) * 1000, 2), "http_status": status}))
@@ -609,12 +596,6 @@ def _index_problem(d: IndexDocument) -> str:
         if value is not None and (not isinstance(value, str | int) or isinstance(value, bool) or not str(value)):
             return f"{name} must be a non-empty string"
     return ""
-
-
-def queries_migrations() -> list[tuple[int, str, str]]:
-    from ..store.postgres import migrations
-
-    return migrations()
 
 
 def _version() -> str:

@@ -50,6 +50,11 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def latest_migration() -> int:
+    """The schema version this ragd needs: its highest migration."""
+    return max(version for version, _, _ in migrations())
+
+
 def check_name(kind: str, value: str, max_length: int) -> str:
     """Tenant ids and collection names: the same rule as the schema's CHECK constraints."""
     pattern = rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{max_length - 1}}}"
