@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -78,10 +79,41 @@ def test_without_keys_serve_is_loopback_only_and_says_so(fresh_database: str, tm
     refused = run_cli(["serve", "--host", "0.0.0.0", "--port", str(_free_port())], env)
     assert refused.returncode == 2 and "binds to loopback only" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    with serving(env) as server:
-        ok = httpx.post(server["url"] + "/v1/search", json={"query": "anything", "namespace": "missing"}, timeout=30)
+    with serving(env, "--workers", "2") as server, httpx.Client(base_url=server["url"], timeout=30) as client:
+        replies = [client.post("/v1/search", json={"query": "anything", "namespace": "missing"}) for _ in range(4)]
+    ok = replies[-1]
+    assert {r.status_code for r in replies} == {404}
     assert ok.status_code == 404 and ok.json()["error"] == "collection_not_found"  # served, unauthenticated
     assert "WARNING: no API keys exist" in server["stderr"] and "Traceback" not in server["stderr"]
+
+
+def test_the_shared_listener_gives_every_connection_tcp_nodelay() -> None:
+    """With --workers > 1 the listener is bound once and shared; connections accepted from it must get TCP_NODELAY,
+    or each keep-alive response waits for the client's delayed ACK (~40 ms on Linux)."""
+    from ragd.server import ServerConfig
+
+    async def accepted_nodelay(listener: socket.socket) -> int:
+        loop = asyncio.get_running_loop()
+        seen: asyncio.Future[int] = loop.create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await loop.create_server(Probe, sock=listener)
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        try:
+            return await asyncio.wait_for(seen, 10)
+        finally:
+            writer.close()
+            server.close()
+
+    config = ServerConfig("ragd.server:app_from_env", factory=True, host="127.0.0.1", port=0, workers=2)
+    listener = config.bind_socket()
+    assert listener.proto == socket.IPPROTO_TCP
+    assert asyncio.run(accepted_nodelay(listener)) == 1
 
 
 def test_the_official_openai_client_chats_with_a_collection(cli_env: dict[str, str], name: str) -> None:

@@ -751,10 +751,6 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 @handle_errors
 def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) and MCP over HTTP at /mcp."""
-    import time
-
-    import uvicorn
-
     from . import keys
     from .errors import DatabaseUnavailable, MigrationError
     from .store.postgres import latest_migration
@@ -787,8 +783,12 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> Non
         click.echo("WARNING: no API keys exist: the server is open to anyone on this machine and serves tenant "
                    f"{settings.tenant!r}. Create a key with `ragd keys create --tenant T` to require keys.",
                    err=True)
-    uvicorn.run("ragd.server:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning")
+    if workers > 1 and not os.environ.get("RAGD_ONNX_THREADS"):
+        # each worker runs its own models: one core's worth of threads each, not every worker on every core
+        os.environ["RAGD_ONNX_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
+    from .server import run_server
+
+    run_server(host, port, workers)
 
 
 @main.command("mcp")
