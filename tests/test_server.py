@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -126,6 +127,30 @@ def test_query_maps_a_failing_generator_to_502(settings: Settings, world: dict[s
     finally:
         broken.close()
     assert "generator openai:m" in _is_error(response, 502, "llm_unavailable")["message"]
+
+
+def test_an_unexpected_failure_is_500_internal_and_the_server_carries_on(settings: Settings, fresh_database: str,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A defect nobody mapped (here a table gone from under the server) is 500 `internal` in the one error shape,
+    with no traceback in the body but the whole one in the server log; the next request is served again."""
+    client = ragd.connect(settings=settings.model_copy(update={
+        "database_url": fresh_database, "cache_ttl_s": 0, "reranker": "none", "rate_limit_per_minute": 0}))
+    try:
+        client.collection("docs", tenant="t500").ingest([SAMPLES])
+        _, key = keys.create(client.store, "t500", "tests")
+        body = {"question": QUESTION, "collection": "docs"}
+        with TestClient(create_app(client=client), raise_server_exceptions=False) as test_client:
+            with psycopg.connect(fresh_database, autocommit=True) as conn:
+                conn.execute("ALTER TABLE query_executions RENAME TO query_executions_gone")
+                with caplog.at_level(logging.ERROR, logger="ragd.server"):
+                    broken = test_client.post("/v1/query", json=body, headers=_auth(key))
+                conn.execute("ALTER TABLE query_executions_gone RENAME TO query_executions")
+            healed = test_client.post("/v1/query", json=body, headers=_auth(key))
+    finally:
+        client.close()
+    assert "Traceback" not in _is_error(broken, 500, "internal")["message"]
+    assert broken.headers["X-Request-ID"] and "query_executions" in caplog.text
+    assert healed.status_code == 200 and healed.json()["citations"]
 
 
 @pytest.mark.parametrize("body", [{}, {"question": ""}, {"question": "x", "top_k": 0}, {"question": "x", "top_k": "a"},
