@@ -13,6 +13,11 @@ SQUAD ?= ../shared/data/qa/squad2/dev-v2.0-first16.json
 # abstain F1 0.978, answered 0.940, answer recall 0.936, citation precision 0.862: floors a few points below.
 ANSWER_GATES ?= --fail-under answers:abstain_f1=0.93 --fail-under answers:answered=0.88 \
 	--fail-under answers:answer_recall=0.85 --fail-under answers:citation_precision=0.80
+TABLES ?= ../shared/data/docs/tables
+# PDF tables (bench/tables.py, ragd alone): ICDAR 2013 dev half measured cell accuracy 0.933, adjacency F1 0.961,
+# held-out third 0.929; camelot's expected tables 0.653: floors a few points below.
+TABLE_GATES ?= --fail-under "icdar2013 all:cell_acc=0.90" --fail-under "icdar2013 all:adj_f1=0.93" \
+	--fail-under "icdar2013 held-out:cell_acc=0.88" --fail-under "camelot:cell_acc=0.60"
 
 $(BIN)/ragd: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,7 +38,8 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
-## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD.
+## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD;
+## PDF tables on ICDAR 2013 and camelot's expected tables.
 quality: setup
 	@test -d $(SCIFACT) || { echo "quality gate: $(SCIFACT) not found (shared/data beside the repo)"; exit 1; }
 	@test -f $(SQUAD) || { echo "quality gate: $(SQUAD) not found (shared/data beside the repo)"; exit 1; }
@@ -42,6 +48,7 @@ quality: setup
 		--fail-under lexical:ndcg@10=$(LEXICAL_FLOOR) --out $$home/eval; rc=$$?; \
 	if [ $$rc -eq 0 ]; then RAGD_HOME=$$home $(BIN)/ragd eval $(SQUAD) --answers --max-queries 400 \
 		$(ANSWER_GATES) --out $$home/answers; rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then $(BIN)/python bench/tables.py --no-camelot --data $(TABLES) $(TABLE_GATES); rc=$$?; fi; \
 	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
 
 ## Conformance with the golden data of the spec version, in a throw-away RAGD_HOME: prints a pass/fail table.

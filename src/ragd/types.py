@@ -26,6 +26,13 @@ class Block:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def has_text(block: Block) -> bool:
+    """Whether a block holds any visible text (a table: in any cell)."""
+    if block.type == "table":
+        return any(c.strip() for row in (block.header, *block.rows) for c in row)
+    return bool(block.text.strip())
+
+
 def table_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A table block's text: the header and each row on a line of their own, cells joined by " | "."""
     return "\n".join(" | ".join(r) for r in (header, *rows))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..types import Block, Chunk, ChunkPolicy, ChunkType
+from ..types import Block, Chunk, ChunkPolicy, ChunkType, has_text
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9\u00c0-\u024f])")
 MAX_TABLE_ROWS = 50
@@ -236,6 +236,8 @@ def chunk_blocks(
     levels: list[tuple[int, str]] = []
     pending_heading: Block | None = None
     for number, block in enumerate(blocks):
+        if not has_text(block):
+            continue  # nothing to store (the store refuses empty chunks)
         if block.type == "heading":
             builder.flush()
             level = max(1, block.level)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...errors import EmptyDocument
-from ...types import Block, ExtractedDocument
+from ...types import Block, ExtractedDocument, has_text
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,14 @@ class Extractor(Protocol):
 def single_document(source: Source, source_type: str, title: str | None, blocks: list[Block],
                     metadata: dict[str, Any] | None = None,
                     warnings: list[str] | None = None) -> Iterator[ExtractedDocument | Exception]:
-    """The one document of a single-document format, or an EmptyDocument failure."""
+    """The one document of a single-document format, or an EmptyDocument failure. Blocks without text (a
+    scanned page that OCR read as blanks, a table of empty cells) are left out: stored, they would be chunks of
+    nothing."""
+    blocks = [b for b in blocks if has_text(b)]
     if not blocks:
         yield EmptyDocument(f"{source.path.name} has no text")
         return
     yield ExtractedDocument(external_id=source.external_id, source_uri=source.source_uri,
                             source_type=source_type, title=title, blocks=tuple(blocks),
                             metadata=metadata or {}, warnings=tuple(warnings or ()))
+

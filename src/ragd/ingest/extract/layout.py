@@ -222,6 +222,135 @@ def _key(b: Box) -> tuple[float, float]:
     return (b.top, b.x0)
 
 
+MIN_GRID_COLUMNS = 3  # a page-level borderless table has this many columns; two-column ones are found per leaf
+MIN_GRID_ROWS = 3  # lines with a box in at least MIN_GRID_COLUMNS columns
+PROSE_WIDTH = 0.4  # a "column" whose boxes are this share of the page's text width, and long, is running text
+
+
+def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[Box]:
+    """Borderless tables found on the whole page, before it is cut into columns (whose gutters a table's own
+    column gaps would otherwise pass for): runs of lines with boxes in three columns or more, joined across at
+    most two lines with fewer (a section label, a wrapped cell), with the columns that most of those lines
+    share, and the lines just above that sit inside the columns as the header. Each table replaces its boxes
+    by one table box."""
+    free = [b for b in boxes if b.table is None]
+    if len(free) < MIN_GRID_COLUMNS * MIN_GRID_ROWS:
+        return list(boxes)
+    lines = [sorted(g, key=lambda b: b.x0) for g in _group_lines(free)]
+    size = statistics.median(b.size for b in free)
+    width = max(b.x1 for b in free) - min(b.x0 for b in free)
+    taken: set[int] = set()
+    tables: list[Box] = []
+    i = 0
+    while i < len(lines):
+        if len(lines[i]) < MIN_GRID_COLUMNS:
+            i += 1
+            continue
+        last, k = i, i + 1
+        while k < len(lines) and _top(lines[k]) - _bottom(lines[k - 1]) <= 2.0 * size:
+            if len(lines[k]) >= MIN_GRID_COLUMNS:
+                last = k
+            elif k - last > 2:
+                break
+            k += 1
+        body = list(range(i, last + 1))
+        grid = _grid_columns([lines[j] for j in body if len(lines[j]) >= MIN_GRID_COLUMNS], width)
+        if grid is None:
+            i = last + 1
+            continue
+        head: list[int] = []
+        j = i - 1
+        while j >= 0 and j not in taken and len(head) < 3 and _top(lines[j + 1]) - _bottom(lines[j]) <= 1.5 * size \
+                and all(grid[0][0] - size <= b.x0 and b.x1 <= grid[-1][1] + size for b in lines[j]):
+            head.insert(0, j)
+            j -= 1
+        tables.append(_grid_table([lines[h] for h in head], [lines[b] for b in body], grid))
+        taken.update(head + body)
+        i = last + 1
+    if not tables:
+        return list(boxes)
+    kept = [b for k, line in enumerate(lines) if k not in taken for b in line]
+    # page columns show in the text away from the tables (a table's header lines left out must not pass for one)
+    away = [b for b in kept if all(b.bottom < t.top - 3 * size or b.top > t.bottom + 3 * size for t in tables)]
+    gutter = _gutter(away) if whole_page else None
+    if gutter is not None:
+        # the text around the tables runs in two columns: a "table" across the gutter is a table in one column
+        # with the other column's lines beside it; look again on each side
+        mid = (gutter[0] + gutter[1]) / 2
+        across = [t for t in tables if t.x0 < mid < t.x1]
+        if across:
+            inside = [b for b in free if any(t.top <= b.center <= t.bottom and t.x0 <= b.x0 and b.x1 <= t.x1
+                                             for t in across)]
+            again = [*borderless_tables([b for b in inside if b.x1 <= mid], whole_page=False),
+                     *borderless_tables([b for b in inside if b.x1 > mid], whole_page=False)]
+            return [*[b for b in boxes if b.table is not None], *kept, *[t for t in tables if t not in across],
+                    *again]
+    return [*[b for b in boxes if b.table is not None], *kept, *tables]
+
+
+def _top(line: Sequence[Box]) -> float:
+    return min(b.top for b in line)
+
+
+def _bottom(line: Sequence[Box]) -> float:
+    return max(b.bottom for b in line)
+
+
+def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float) -> list[tuple[float, float]] | None:
+    """The column spans most of these lines agree on: x ranges covered by a box in more than a fifth of the
+    lines, so a cell run into its neighbour on one line does not join two columns. None when there are too few
+    lines or columns, or when a column is running text (wide boxes of long text: the other column of a
+    two-column page beside a table)."""
+    if len(lines) < MIN_GRID_ROWS:
+        return None
+    edges = sorted({b.x0 for ln in lines for b in ln} | {b.x1 for ln in lines for b in ln})
+    limit = len(lines) / 5
+    spans: list[list[float]] = []
+    for a, b in zip(edges, edges[1:]):
+        mid = (a + b) / 2
+        covered = sum(1 for ln in lines if any(x.x0 <= mid <= x.x1 for x in ln))
+        if covered > limit:
+            if spans and spans[-1][1] == a:
+                spans[-1][1] = b
+            else:
+                spans.append([a, b])
+    if len(spans) < MIN_GRID_COLUMNS:
+        return None
+    for x0, x1 in spans:
+        inside = [b for ln in lines for b in ln if x0 <= (b.x0 + b.x1) / 2 <= x1]
+        if inside and statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
+                and statistics.median(len(b.text) for b in inside) >= 40:
+            return None
+    return [(x0, x1) for x0, x1 in spans]
+
+
+def _column_of(box: Box, grid: Sequence[tuple[float, float]]) -> int:
+    """The first column the box overlaps (a box over several is a spanning cell), else the nearest."""
+    for c, (x0, x1) in enumerate(grid):
+        if box.x0 < x1 and x0 < box.x1:
+            return c
+    return min(range(len(grid)), key=lambda c: min(abs(box.x0 - grid[c][1]), abs(box.x1 - grid[c][0])))
+
+
+def _grid_table(head: Sequence[Sequence[Box]], body: Sequence[Sequence[Box]], grid: list[tuple[float, float]]) -> Box:
+    def cells(lines: Sequence[Sequence[Box]]) -> list[str]:
+        row = [""] * len(grid)
+        for line in lines:
+            for b in line:
+                c = _column_of(b, grid)
+                row[c] = f"{row[c]} {b.text}".strip()
+        return [normalize_text(c) for c in row]
+
+    rows = [cells([line]) for line in body]
+    header, rows = (cells(head), rows) if head else (rows[0], rows[1:])
+    block = Block("table", table_text(header, rows), header=tuple(header), rows=tuple(tuple(r) for r in rows),
+                  meta={"borderless": True})
+    every = [b for line in (*head, *body) for b in line]
+    sizes = sorted(b.size for b in every)
+    return Box("", min(b.x0 for b in every), min(b.top for b in every), max(b.x1 for b in every),
+               max(b.bottom for b in every), sizes[len(sizes) // 2], table=block)
+
+
 def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) -> tuple[Block, int, int] | None:
     """A borderless table: from `start`, at least three lines with the same number (>= 2) of boxes whose
     left or right edges line up column by column. Lines just `above` it whose boxes each sit over one column

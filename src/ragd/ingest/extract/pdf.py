@@ -16,7 +16,7 @@ from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestE
 from ...types import Block, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
-from .layout import Box, PageText, finish, leaf_blocks, lines_to_boxes, reading_order
+from .layout import Box, PageText, borderless_tables, finish, leaf_blocks, lines_to_boxes, reading_order
 from .ocr import ocr_engine, to_rgb
 from .office import table_block
 
@@ -45,17 +45,24 @@ def _cell_text(text: str) -> str:
     return "\n".join(visual_to_logical(_LONE_CID.sub("\u2022", line)) for line in text.split("\n"))
 
 
-def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]:
-    """pdfplumber leaves None where a merged cell covers a grid position; the merged cell's text goes there,
-    as a reader sees it."""
+def _ruled_grid(table: Any, rows: list[list[str | None]], words: list[dict[str, Any]]) -> list[list[str | None]]:
+    """A ruled table's cells as a reader sees them: a merged cell's text in every position it covers, a body row
+    drawn without rules between its lines split into those lines, and the columns and rows that only a partial
+    rule made (nothing in them but covered or empty positions) left out."""
     texts: dict[tuple[float, ...], str | None] = {}
     for row, values in zip(table.rows, rows):
         for bbox, value in zip(row.cells, values):
             if bbox is not None:
                 texts[tuple(bbox)] = value
     columns = [c.bbox for c in table.columns]
-    out = []
-    for row, values in zip(table.rows, rows):
+    out: list[list[str | None]] = []
+    for i, (row, values) in enumerate(zip(table.rows, rows)):
+        if not any(values):
+            continue  # a row of covered and empty positions
+        lines = _merged_lines(row.cells, words) if i > 0 and None not in row.cells else None
+        if lines:
+            out.extend(lines)
+            continue
         filled = list(values)
         for j, value in enumerate(values):
             if value is None and j < len(columns):
@@ -63,7 +70,49 @@ def _spanned(table: Any, rows: list[list[str | None]]) -> list[list[str | None]]
                 y = (row.bbox[1] + row.bbox[3]) / 2
                 filled[j] = next((t for b, t in texts.items() if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
         out.append(filled)
-    return out
+    width = max((len(r) for r in rows), default=0)
+    cols = [j for j in range(width) if any(j < len(r) and r[j] for r in rows)]
+    return [[row[j] for j in cols if j < len(row)] for row in out]
+
+
+
+
+def _figure(text: str) -> bool:
+    """A figure, maybe with a unit, sign or footnote mark: digits and at most three letters (in any script)."""
+    return any(ch.isdigit() for ch in text) and sum(1 for ch in text if ch.isalpha()) <= 3
+
+
+def _merged_lines(cells: list[tuple[float, float, float, float]],
+                  words: list[dict[str, Any]]) -> list[list[str | None]] | None:
+    """A body row whose cells hold many lines that line up across the row, figures among them, is many rows drawn
+    without rules between them: the row split at its lines. A cell of wrapped text beside single-line cells, or
+    wrapped text in every cell, stays one row."""
+    per_cell = [[w for w in words if c[0] <= (w["x0"] + w["x1"]) / 2 <= c[2]
+                 and c[1] <= (w["top"] + w["bottom"]) / 2 <= c[3]] for c in cells]
+    every = sorted((w for ws in per_cell for w in ws), key=lambda w: w["top"])
+    if not every:
+        return None
+    height = sorted(w["bottom"] - w["top"] for w in every)[len(every) // 2]
+    bands: list[list[float]] = []  # [top, bottom] of each line across the row
+    for w in every:
+        if bands and w["top"] <= bands[-1][0] + height / 2:
+            bands[-1][1] = max(bands[-1][1], w["bottom"])
+        else:
+            bands.append([w["top"], w["bottom"]])
+    if len(bands) < 3:
+        return None
+
+    def band_of(w: dict[str, Any]) -> int:
+        return max(k for k, b in enumerate(bands) if w["top"] >= b[0] - height / 2)
+
+    split = [[" ".join(w["text"] for w in sorted(ws, key=lambda w: w["x0"]) if band_of(w) == k) for ws in per_cell]
+             for k in range(len(bands))]
+    multi = [j for j in range(len(cells)) if sum(1 for r in split if r[j]) >= 3]
+    numeric = [j for j in multi if sum(1 for r in split if _figure(r[j])) * 3 >= 2 * sum(1 for r in split if r[j])]
+    across = sum(1 for r in split if sum(1 for c in r if c) >= 2)  # lines that run across the row
+    if len(multi) < 2 or not numeric or across * 3 < 2 * len(split):
+        return None
+    return [[_cell_text(c) for c in r] for r in split]
 
 
 _EDGE_TOLERANCE = 3.0  # points: rules this close are the same rule (pdfplumber's snap tolerance)
@@ -125,10 +174,139 @@ def _rotated_direction(page: Any, bbox: tuple[float, float, float, float]) -> di
     return {"char_dir_rotated": "btt"} if sum(1 for b in turned if b > 0) * 2 > len(turned) > 0 else {}
 
 
+MAX_RULE_WIDTH = 2.0  # points: a filled rectangle thinner than this is a rule; a wider one is shading
+
+
+def _inset_shading(page: Any) -> set[int]:
+    """Shading drawn inside other shading, inset by more than the snap tolerance (a cell's colour laid a few
+    points inside its coloured frame): its sides are decoration, and taken for grid lines they split every
+    column in two. Shading that tiles a table (coloured header cells side by side) is its grid and stays."""
+    tol = _EDGE_TOLERANCE
+    shading = [r for r in page.rects if r.get("fill") and not r.get("stroke")
+               and min(r["width"], r["height"]) > MAX_RULE_WIDTH]
+    shading.sort(key=lambda r: r["x0"])
+    inset = set()
+    for r in shading:
+        for o in shading:
+            if o["x0"] > r["x0"] + tol:
+                break
+            if o is r or not (o["x1"] >= r["x1"] - tol and o["top"] <= r["top"] + tol
+                              and o["bottom"] >= r["bottom"] - tol):
+                continue
+            if max(r["x0"] - o["x0"], o["x1"] - r["x1"], r["top"] - o["top"], o["bottom"] - r["bottom"]) > tol:
+                inset.add(id(r))
+                break
+    return inset
+
+
+def _turn(page: Any) -> int:
+    """How the page's text is set: 1 when most of it runs down the page (a table turned clockwise), -1 when it
+    runs up (anticlockwise), 0 when it reads across."""
+    across = down = up = 0
+    for c in page.chars:
+        if c["upright"]:
+            across += 1
+        elif c["matrix"][1] < 0:
+            down += 1
+        else:
+            up += 1
+    if max(down, up) <= across:
+        return 0
+    return 1 if down > up else -1
+
+
+def upright(page: Any) -> Any:
+    """The page turned so that most of its text reads left to right (a table set sideways comes out as a table,
+    not as scattered letters or a transposed grid); the page itself when it already does. Positions on a turned
+    page are in the turned frame."""
+    turn = _turn(page)
+    if turn == 0:
+        return page
+    from pdfplumber.page import DerivedPage
+
+    width, height = float(page.width), float(page.height)
+
+    def point(x: float, y: float) -> tuple[float, float]:
+        return (y, width - x) if turn == 1 else (height - y, x)
+
+    def moved(obj: dict[str, Any]) -> dict[str, Any]:
+        x0, top = point(obj["x0"], obj["bottom"] if turn == 1 else obj["top"])
+        x1, bottom = point(obj["x1"], obj["top"] if turn == 1 else obj["bottom"])
+        x0, x1, top, bottom = min(x0, x1), max(x0, x1), min(top, bottom), max(top, bottom)
+        out = {**obj, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "width": x1 - x0, "height": bottom - top,
+               "y0": width - bottom, "y1": width - top, "doctop": page.initial_doctop + top}
+        if "upright" in obj:
+            out["upright"] = not obj["upright"]
+            out["size"] = bottom - top  # pdfminer gives a turned glyph's advance as its size
+        if "pts" in obj:
+            out["pts"] = [point(x, y) for x, y in obj["pts"]]
+        return out
+
+    class Turned(DerivedPage):
+        def __init__(self) -> None:
+            self.bbox = (0.0, 0.0, height, width)
+            super().__init__(page)
+            self._objects = {kind: [moved(o) for o in objs] for kind, objs in page.objects.items()}
+
+        @property
+        def objects(self) -> dict[str, list[dict[str, Any]]]:
+            return self._objects
+
+    return Turned()
+
+
+MIN_COLUMN_RULES = 0.5  # of a ruled table's height, drawn on its inner column lines on average
+
+
+def _column_rules(table: Any, verticals: list[dict[str, Any]]) -> float:
+    """How much of a ruled table's inner column lines is drawn, as a share of its height (1.0 with no inner
+    columns). A table ruled only across (a rule under each row, or a few short ticks) gets its columns from
+    stray short edges, and read as a grid it puts each row in one cell copied into every column."""
+    x0, top, x1, bottom = table.bbox
+    height = bottom - top
+    lines = sorted({round(c[0], 1) for row in table.rows for c in row.cells if c is not None
+                    and x0 + _EDGE_TOLERANCE < c[0] < x1 - _EDGE_TOLERANCE})
+    if not lines or height <= 0:
+        return 1.0
+    shares = []
+    for x in lines:
+        spans = sorted((max(top, e["top"]), min(bottom, e["bottom"])) for e in verticals
+                       if abs(e["x0"] - x) <= _EDGE_TOLERANCE and e["bottom"] > top and e["top"] < bottom)
+        drawn, reach = 0.0, top
+        for a, b in spans:
+            if b > reach:
+                drawn += b - max(a, reach)
+                reach = b
+        shares.append(drawn / height)
+    return float(sum(shares) / len(shares))
+
+
+def _cuts_words(table: Any, words: list[dict[str, Any]]) -> bool:
+    """Whether the grid's cell sides run through words (more than a tenth of those inside it, and more than
+    two): real rules go between words, while rules met by chance (underlines, ticks, a frame round something
+    else) cut them, and such a grid would read "class" as "c" and "l a ss"."""
+    x0, top, x1, bottom = table.bbox
+    inside = [w for w in words if x0 <= (w["x0"] + w["x1"]) / 2 <= x1 and top <= (w["top"] + w["bottom"]) / 2 <= bottom]
+    cut = 0
+    for w in inside:
+        cy = (w["top"] + w["bottom"]) / 2
+        if any(c is not None and c[1] <= cy <= c[3] and any(w["x0"] < x - 1 and w["x1"] > x + 1 for x in (c[0], c[2]))
+               for row in table.rows for c in row.cells):
+            cut += 1
+    return cut > max(2, len(inside) / 10)
+
+
 def _text_page(page: Any) -> list[Box]:
     tables = []
-    for table in page.find_tables({"explicit_vertical_lines": _closing_edges(page)}):
-        block = _table_block(_spanned(table, table.extract(**_rotated_direction(page, table.bbox))))
+    inset = _inset_shading(page)
+    ruled = page.filter(lambda obj: id(obj) not in inset) if inset else page
+    words = page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
+    found = ruled.find_tables({"explicit_vertical_lines": _closing_edges(ruled)})
+    verticals = [e for e in ruled.edges if e["orientation"] == "v"] if found else []
+    for table in found:
+        if _column_rules(table, verticals) < MIN_COLUMN_RULES or _cuts_words(table, words):
+            continue  # not a grid: its columns are whitespace, which the borderless tables read
+        block = _table_block(_ruled_grid(table, table.extract(**_rotated_direction(page, table.bbox)), words))
         if block is not None:
             x0, top, x1, bottom = table.bbox
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
@@ -137,11 +315,11 @@ def _text_page(page: Any) -> list[Box]:
         cx, cy = (w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2
         return any(t.x0 <= cx <= t.x1 and t.top <= cy <= t.bottom for t in tables)
 
-    words = [
-        _word_box(w) for w in page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
+    outside = [
+        _word_box(w) for w in words
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ]
-    boxes = [replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(words)]
+    boxes = borderless_tables([replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(outside)])
     # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
@@ -284,7 +462,8 @@ class PdfExtractor:
                         warnings.append(f"page {index + 1}: {unmapped} of {len(page.chars)} characters have no "
                                         "Unicode mapping in the PDF; the page was read by OCR")
                     else:
-                        per_page.append(_text_page(page))
+                        # text drawn twice, a little offset (a fake bold), is read once
+                        per_page.append(_text_page(upright(page).dedupe_chars()))
                     page.flush_cache()
             except PdfminerException as exc:
                 yield _open_error(source, exc)

@@ -1,0 +1,109 @@
+"""PDF tables of the kinds that failed on documents nobody had tuned for, each on a real file that shows it
+(`../shared/data/docs/tables`: ICDAR 2013 and camelot's test PDFs), plus the guard against empty blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragd.embed.base import default_token_counter
+from ragd.errors import EmptyDocument
+from ragd.ingest.chunk import chunk_blocks
+from ragd.ingest.detect import detect
+from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
+from ragd.ingest.extract.base import single_document
+from ragd.types import Block, ChunkPolicy, ExtractedDocument
+
+from .conftest import DATA
+
+TABLES = DATA / "docs" / "tables"
+
+
+def _tables(path: Path) -> list[list[list[str]]]:
+    path = path.resolve()
+    data = path.read_bytes()
+    docs = list(EXTRACTORS[detect(path, data)].extract(Source(path, data, path.as_posix(), path.as_uri()),
+                                                        ExtractOptions()))
+    assert len(docs) == 1 and isinstance(docs[0], ExtractedDocument), docs
+    return [[list(b.header), *[list(r) for r in b.rows]] for b in docs[0].blocks if b.type == "table"]
+
+
+def _row(tables: list[list[list[str]]], first: str) -> list[str]:
+    """The row whose first non-empty cell is `first`, in any table."""
+    found = [[c for c in row if c] for t in tables for row in t if [c for c in row if c][:1] == [first]]
+    assert found, f"no row starting {first!r}"
+    return found[0]
+
+
+def test_a_borderless_table_is_read_as_a_table_not_as_paragraphs() -> None:
+    """Whitespace-aligned columns without a rule between them (a US government report): the page's column
+    gaps must not be taken for page columns."""
+    tables = _tables(TABLES / "icdar2013" / "us-002.pdf")
+    assert _row(tables, "Public 4-year") == ["Public 4-year", "44.4", "31,200", "25.5", "10.2", "26.9", "19.3",
+                                             "18.1"]
+    assert _row(tables, "Non-doctorate-granting")[1:3] == ["40.0", "25,000"]
+
+
+def test_shading_inset_inside_a_cell_does_not_split_its_columns() -> None:
+    """Coloured cells drawn a few points inside their frame: their sides are not grid lines."""
+    tables = _tables(TABLES / "icdar2013" / "eu-001.pdf")
+    assert _row(tables, "Carbon dioxide (CO2)") == ["Carbon dioxide (CO2)", "100 million", "-", "-"]
+    assert all(len(t[0]) == 4 for t in tables)
+
+
+def test_body_rows_drawn_without_rules_between_them_stay_rows() -> None:
+    """A ruled table whose body has no rule between its rows: one ruled row holding a dozen text lines."""
+    tables = _tables(TABLES / "icdar2013" / "eu-008.pdf")
+    assert len(tables) == 1 and len(tables[0]) == 15
+    assert _row(tables, "Bulgaria") == ["Bulgaria", "2.3", "3.2", "5.5"]
+    assert _row(tables, "TOTAL") == ["TOTAL", "58.99", "86.70", "145.69"]
+
+
+@pytest.mark.parametrize("name", ["clockwise_table_1.pdf", "anticlockwise_table_1.pdf"])
+def test_a_ruled_table_set_sideways_reads_upright(name: str) -> None:
+    tables = _tables(TABLES / "camelot" / "pdfs" / name)
+    assert len(tables) == 1
+    words = " ".join(c for row in tables[0] for c in row).split()
+    singles = sum(1 for w in words if len(w) == 1 and w.isalpha())
+    assert len(words) > 100 and singles * 20 < len(words)  # not scattered letters
+
+
+@pytest.mark.parametrize("name", ["clockwise_table_2.pdf", "anticlockwise_table_2.pdf"])
+def test_a_table_ruled_only_across_and_set_sideways_keeps_its_rows_and_columns(name: str) -> None:
+    """Rules only above and below the header and the body, turned a quarter: neither a transposed grid nor
+    one cell per row copied across the columns."""
+    tables = _tables(TABLES / "camelot" / "pdfs" / name)
+    assert _row(tables, "Scheduled caste")[:5] == ["Scheduled caste", "74.8", "55.8", "42.9", "0.9"]
+    assert _row(tables, "Other backward class")[:3] == ["Other backward class", "71.4", "51.1"]
+    for table in tables:
+        for row in table:
+            texts = [c for c in row if c]
+            assert len(texts) < 3 or len(set(texts)) > 1, row  # no row of one text copied into every column
+
+
+def test_text_drawn_twice_is_read_once() -> None:
+    """A fake bold (each glyph drawn twice, a little offset) must not double the text."""
+    path = (TABLES / "camelot" / "pdfs" / "birdisland.pdf").resolve()
+    data = path.read_bytes()
+    doc = next(iter(EXTRACTORS["pdf"].extract(Source(path, data, path.as_posix(), path.as_uri()),
+                                              ExtractOptions())))
+    assert isinstance(doc, ExtractedDocument)
+    text = " ".join(b.text for b in doc.blocks)
+    words = text.split()
+    assert "Minnesota Central" in text and "Minnesota Minnesota" not in text and "SEASON SEASON" not in text
+    assert sum(1 for a, b in zip(words, words[1:]) if a == b and a.isalpha()) <= 2  # was every word, twice
+
+
+def test_blocks_without_text_are_not_stored() -> None:
+    """A page whose only block is blank (OCR that read nothing, a table of empty cells) must not become an
+    empty chunk, which the store refuses and which failed the whole document."""
+    blank = [Block("paragraph", " \n "), Block("heading", "  ", level=1),
+             Block("table", " | ", header=(" ", ""), rows=(("", " "),))]
+    chunks, _ = chunk_blocks([*blank, Block("paragraph", "Real text.")], ChunkPolicy(), default_token_counter())
+    assert [c.content for c in chunks] == ["Real text."]
+    assert chunk_blocks(blank, ChunkPolicy(), default_token_counter())[0] == []
+    path = Path("blank.pdf")
+    source = Source(path, b"", path.as_posix(), "file:///blank.pdf")
+    out = list(single_document(source, "pdf", None, blank))
+    assert len(out) == 1 and isinstance(out[0], EmptyDocument) and "has no text" in str(out[0])
