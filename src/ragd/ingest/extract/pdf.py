@@ -59,7 +59,10 @@ def _ruled_grid(table: Any, rows: list[list[str | None]], words: list[dict[str, 
     for i, (row, values) in enumerate(zip(table.rows, rows)):
         if not any(values):
             continue  # a row of covered and empty positions
-        lines = _merged_lines(row.cells, words) if i > 0 and None not in row.cells else None
+        lines = None
+        if i > 0 and None not in row.cells:
+            _, top, _, bottom = row.bbox
+            lines = _merged_lines(row.cells, [w for w in words if top <= (w["top"] + w["bottom"]) / 2 <= bottom])
         if lines:
             out.extend(lines)
             continue
@@ -199,6 +202,17 @@ def _inset_shading(page: Any) -> set[int]:
     return inset
 
 
+MIN_DOUBLED = 0.02  # share of a page's characters drawn twice at one place before the page is deduplicated
+
+
+def _once(page: Any) -> Any:
+    """The page with text drawn twice, a little offset (a fake bold), read once. pdfplumber's dedupe_chars is
+    slow (a sort per character group), so it runs only on pages where a quick count finds doubled glyphs."""
+    seen = Counter((c["text"], round(c["x0"]), round(c["top"])) for c in page.chars)
+    doubled = sum(n - 1 for n in seen.values())
+    return page.dedupe_chars() if doubled > MIN_DOUBLED * len(page.chars) else page
+
+
 def _turn(page: Any) -> int:
     """How the page's text is set: 1 when most of it runs down the page (a table turned clockwise), -1 when it
     runs up (anticlockwise), 0 when it reads across."""
@@ -291,7 +305,7 @@ def _cuts_words(table: Any, words: list[dict[str, Any]]) -> bool:
     for w in inside:
         cy = (w["top"] + w["bottom"]) / 2
         if any(c is not None and c[1] <= cy <= c[3] and any(w["x0"] < x - 1 and w["x1"] > x + 1 for x in (c[0], c[2]))
-               for row in table.rows for c in row.cells):
+               for row in table.rows if row.bbox[1] <= cy <= row.bbox[3] for c in row.cells):
             cut += 1
     return cut > max(2, len(inside) / 10)
 
@@ -462,8 +476,7 @@ class PdfExtractor:
                         warnings.append(f"page {index + 1}: {unmapped} of {len(page.chars)} characters have no "
                                         "Unicode mapping in the PDF; the page was read by OCR")
                     else:
-                        # text drawn twice, a little offset (a fake bold), is read once
-                        per_page.append(_text_page(upright(page).dedupe_chars()))
+                        per_page.append(_text_page(_once(upright(page))))
                     page.flush_cache()
             except PdfminerException as exc:
                 yield _open_error(source, exc)
