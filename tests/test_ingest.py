@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -127,14 +128,34 @@ def test_bad_inputs_fail_alone_and_keep_stored_data(client: ragd.Ragd, name: str
     reasons = " | ".join(i.reason or "" for i in report.failed)
     assert "line 2 is not valid JSON" in reasons
     assert "line 3 (id r3): empty text" in reasons
-    assert "line 4: no id field" in reasons
     assert by_uri["r1"].status == "ingested"
-    assert report.count("ingested") == 2  # good.md and r1
+    no_id = [i for i in report.items if (i.external_id or "").startswith("sha256:")]
+    assert [i.status for i in no_id] == ["ingested"]  # a record without an id gets one from its content
+    assert report.count("ingested") == 3  # good.md, r1 and the record without an id
     assert report.status == "succeeded"
     assert {h.external_id for h in col.search("compliance audits", k=10)} >= {"safe"}
     run = col.run(str(report.run_id))
     assert len(run["items"]) == len(report.items)
     assert [i["item_index"] for i in run["items"]] == list(range(len(report.items)))
+
+
+def test_jsonl_records_without_ids_get_stable_ids_from_content_and_position(client: ragd.Ragd, name: str,
+                                                                              tmp_path: Path) -> None:
+    records = [{"text": "Alpha record about pumps."}, {"text": "Beta record about valves."},
+               {"text": "Alpha record about pumps."}]
+    path = tmp_path / "noids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    col = client.collection(name)
+    first = col.ingest([path])
+    ids = [i.external_id for i in first.items]
+    assert len(set(ids)) == 3 and all(i.startswith("sha256:") for i in ids)
+    assert ids[2] == f"{ids[0]}-2"  # the same content again: told apart by its place among equals
+    assert [i.status for i in first.items] == ["ingested", "ingested", "duplicate"]
+    # a record added at the top moves every line, but not the ids: nothing is re-ingested
+    path.write_text("".join(json.dumps(r) + "\n" for r in [{"text": "Gamma, new."}, *records]), encoding="utf-8")
+    again = col.ingest([path])
+    assert again.count("ingested") == 1 and again.count("unchanged") == 2
+    assert {i.external_id for i in again.items} >= set(ids)
 
 
 def test_beir_corpus_format_ingests_as_is(client: ragd.Ragd, name: str, tmp_path: Path) -> None:

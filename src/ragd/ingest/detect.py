@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import EncryptedDocument, UnsupportedFormat
 from .extract.office import office_kind
+from .normalize import wide_encoding
 
 _MAGIC: list[tuple[bytes, str]] = [
     (b"%PDF-", "pdf"),
@@ -69,6 +70,9 @@ def detect(path: Path, data: bytes) -> str:
             if magic == b"BM" and head[6:10] != b"\x00\x00\x00\x00":
                 break  # text that happens to start with "BM", not a bitmap (whose reserved bytes are zero)
             return kind
+    wide = wide_encoding(head)
+    if wide:  # UTF-16 or UTF-32 text: its flavour is told from the text itself
+        head = head[: len(head) - len(head) % 4].decode(wide, errors="ignore").encode("utf-8")
     if looks_binary(head):
         raise UnsupportedFormat("binary content (not text, and no known document signature)")
     suffix = path.suffix.lower()

@@ -40,12 +40,42 @@ def fold_lines(text: str) -> str:
     return " ".join(part for part in normalize_text(text).split("\n") if part)
 
 
+_BOMS = [(b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+         (b"\xfe\xff", "utf-16")]  # UTF-32 first: its little-endian mark begins with UTF-16's
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """UTF-16 or UTF-32 (the codec name, or None): by the byte order mark, or without one by where the zero
+    bytes of mostly Latin text fall (every other byte, or three bytes in four)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return codec
+    head = data[:4096]
+    head = head[: len(head) - len(head) % 4]
+    if len(head) < 8:
+        return None
+    def zeros(offset: int, step: int) -> float:
+        part = head[offset::step]
+        return part.count(0) / len(part)
+    if min(zeros(1, 4), zeros(2, 4), zeros(3, 4)) > 0.9 and zeros(0, 4) < 0.1:
+        return "utf-32-le"
+    if min(zeros(0, 4), zeros(1, 4), zeros(2, 4)) > 0.9 and zeros(3, 4) < 0.1:
+        return "utf-32-be"
+    if zeros(1, 2) > 0.6 and zeros(0, 2) < 0.1:
+        return "utf-16-le"
+    if zeros(0, 2) > 0.6 and zeros(1, 2) < 0.1:
+        return "utf-16-be"
+    return None
+
+
 def decode_text(data: bytes) -> str:
-    """UTF-8 (with or without BOM) or UTF-16 with BOM; cp1252 as the last resort for legacy files."""
+    """UTF-8 (with or without BOM), UTF-16 or UTF-32 (with or without BOM); cp1252 as the last resort for legacy
+    files."""
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
+    wide = wide_encoding(data)
+    if wide:
+        return data.decode(wide, errors="replace").lstrip("\ufeff")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...errors import CorruptDocument, EmptyDocument, IngestError
+from ...ids import sha256_text
 from ...types import Block, ExtractedDocument
 from ..normalize import decode_text
 from .base import ExtractOptions, Source, single_document
@@ -36,6 +37,15 @@ def _first(record: dict[str, Any], names: tuple[str, ...]) -> tuple[str | None, 
         if name in record and record[name] is not None:
             return name, record[name]
     return None, None
+
+
+def _content_id(record: dict[str, Any], occurrences: dict[str, int]) -> str:
+    """A stable id for a record without one: its content's hash, and for the k-th record of the same content
+    (k >= 2) that position among equals, so ids hold when other records are added, removed or reordered."""
+    digest = sha256_text(json.dumps(record, sort_keys=True, ensure_ascii=False))[:16]
+    occurrences[digest] = occurrences.get(digest, 0) + 1
+    n = occurrences[digest]
+    return f"sha256:{digest}" if n == 1 else f"sha256:{digest}-{n}"
 
 
 class RecordsExtractor:
@@ -75,12 +85,16 @@ class RecordsExtractor:
             yield from self._whole(source)
             return
         seen = 0
+        occurrences: dict[str, int] = {}
         for where, record in records:
             seen += 1
             if isinstance(record, Exception):
                 yield record
                 continue
-            yield self._document(source, where, record, id_fields, title_field, text_fields)
+            fallback = None
+            if not options.id_field and isinstance(record, dict) and _first(record, id_fields)[1] is None:
+                fallback = _content_id(record, occurrences)
+            yield self._document(source, where, record, id_fields, title_field, text_fields, fallback)
         if seen == 0:
             yield EmptyDocument(f"{source.path.name} holds no records")
 
@@ -99,10 +113,12 @@ class RecordsExtractor:
         id_fields: tuple[str, ...],
         title_field: str,
         text_fields: tuple[str, ...],
+        fallback: str | None = None,
     ) -> ExtractedDocument | IngestError:
         if not isinstance(record, dict):
             return CorruptDocument(f"{where}: expected a JSON object, got {type(record).__name__}")
         id_name, rid = _first(record, id_fields)
+        rid = fallback if rid is None else rid
         if rid is None or str(rid).strip() == "":
             return CorruptDocument(f"{where}: no id field (looked for {', '.join(id_fields)})")
         text_name, text = _first(record, text_fields)

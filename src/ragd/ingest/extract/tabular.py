@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ...errors import CorruptDocument
 from ...types import ExtractedDocument
+from ..normalize import wide_encoding
 from .base import ExtractOptions, Source, single_document
 from .office import table_block
 
@@ -14,11 +15,12 @@ DELIMITERS = ",;\t|"
 
 
 def decode_table_text(data: bytes) -> tuple[str, str]:
-    """(text, encoding): BOMs, then strict UTF-8, then charset-normalizer's best guess."""
+    """(text, encoding): BOMs and UTF-16/32, then strict UTF-8, then charset-normalizer's best guess."""
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8"), "utf-8-sig"
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16"), "utf-16"
+    wide = wide_encoding(data)
+    if wide:
+        return data.decode(wide, errors="replace").lstrip("\ufeff"), wide
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
