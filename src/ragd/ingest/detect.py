@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..errors import EncryptedDocument, UnsupportedFormat
@@ -25,12 +26,18 @@ _MAGIC: list[tuple[bytes, str]] = [
 ]
 
 _REFUSED = {
-    "ole": "legacy Office (.doc/.xls/.ppt) files are not supported: save them as DOCX, XLSX or PPTX",
+    "ole": "legacy Word and PowerPoint files (.doc/.ppt) are not supported: save them as DOCX or PPTX",
     "gzip": "gzip archives are not unpacked: extract the files and ingest them",
     "7z": "7z archives are not unpacked: extract the files and ingest them",
     "rar": "RAR archives are not unpacked: extract the files and ingest them",
 }
 
+# an email's header block: "Name: value" lines (folded lines indented), with a From and a Subject, Date,
+# Message-ID or MIME-Version among them, up to the blank line before the body
+_EMAIL_HEAD = re.compile(
+    rb"(?=(?:[\x21-\x39\x3b-\x7e]+:[^\n]*\r?\n(?:[ \t][^\n]*\r?\n)*)*?(?i:from):)"
+    rb"(?=(?:[\x21-\x39\x3b-\x7e]+:[^\n]*\r?\n(?:[ \t][^\n]*\r?\n)*)*?(?i:subject|date|message-id|mime-version):)"
+    rb"(?:[\x21-\x39\x3b-\x7e]+:[^\n]*\r?\n(?:[ \t][^\n]*\r?\n)*){2,}\r?\n")
 _MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd"}
 _JSON_EXT = {".json"}
 _JSONL_EXT = {".jsonl", ".ndjson"}
@@ -65,6 +72,12 @@ def detect(path: Path, data: bytes) -> str:
                 return office
             if kind == "ole" and "EncryptedPackage".encode("utf-16-le") in data:
                 raise EncryptedDocument("a password-protected Office file: remove the password and ingest it again")
+            if kind == "ole" and "__substg1.0_".encode("utf-16-le") in data:
+                raise UnsupportedFormat("Outlook .msg messages are not supported (no permissively licensed reader): "
+                                        "save the message as .eml (File > Save As) and ingest that")
+            if kind == "ole" and ("Workbook".encode("utf-16-le") in data[:1_000_000]
+                                  or "Book\x00".encode("utf-16-le") in data[:1_000_000]):
+                return "xls"
             if kind in _REFUSED:
                 raise UnsupportedFormat(_REFUSED[kind])
             if magic == b"BM" and head[6:10] != b"\x00\x00\x00\x00":
@@ -78,6 +91,10 @@ def detect(path: Path, data: bytes) -> str:
     suffix = path.suffix.lower()
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     lowered = stripped[:512].lower()
+    if stripped.startswith(b"{\\rtf"):
+        return "rtf"
+    if suffix == ".eml" or _EMAIL_HEAD.match(stripped[:4096]):
+        return "email"
     if lowered.startswith((b"<!doctype html", b"<html")) or suffix in {".html", ".htm", ".xhtml"}:
         return "html"
     if suffix in _CSV_EXT:

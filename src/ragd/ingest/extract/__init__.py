@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from .base import ExtractOptions, Extractor, Source
+from .epub import EpubExtractor
 from .html import HtmlExtractor
 from .image import ImageExtractor
+from .mail import EmailExtractor
 from .markdown import MarkdownExtractor
-from .office import DocxExtractor, PptxExtractor, XlsxExtractor
+from .odf import OdfExtractor
+from .office import DocxExtractor, PptxExtractor, XlsExtractor, XlsxExtractor
 from .pdf import PdfExtractor
 from .records import RecordsExtractor
+from .rtf import RtfExtractor
 from .tabular import CsvExtractor
 from .text import TextExtractor
 
@@ -17,6 +21,13 @@ EXTRACTORS: dict[str, Extractor] = {
     "docx": DocxExtractor(),
     "pptx": PptxExtractor(),
     "xlsx": XlsxExtractor(),
+    "xls": XlsExtractor(),
+    "odt": OdfExtractor(),
+    "ods": OdfExtractor(),
+    "odp": OdfExtractor(),
+    "epub": EpubExtractor(),
+    "rtf": RtfExtractor(),
+    "email": EmailExtractor(),
     "image": ImageExtractor(),
     "html": HtmlExtractor(),
     "csv": CsvExtractor(),

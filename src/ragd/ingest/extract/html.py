@@ -260,17 +260,26 @@ class HtmlExtractor:
     source_type = "html"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
-        text = decode_text(source.data)
         try:
-            tree = lxml_html.document_fromstring(text.encode("utf-8"), parser=lxml_html.HTMLParser(encoding="utf-8"))
-        except Exception as exc:  # lxml raises ParserError/ValueError on documents it cannot parse
-            yield CorruptDocument(f"{source.path.name}: unreadable HTML ({exc})")
+            title, blocks = html_blocks(decode_text(source.data), source.path.name)
+        except CorruptDocument as exc:
+            yield exc
             return
-        title = next((_text(t) for t in tree.xpath("//title")), None) or None
-        root, inside = _content_root(tree)
-        walker = _Walker()
-        walker.walk(root, inside)
-        if not walker.blocks:  # everything looked like chrome (a bare link page): read the body as it is
-            walker.keep_chrome = True
-            walker.walk(root, True)
-        yield from single_document(source, "html", title, walker.blocks)
+        yield from single_document(source, "html", title, blocks)
+
+
+def html_blocks(text: str, name: str) -> tuple[str | None, list[Block]]:
+    """An HTML page's title and blocks (also for email bodies and EPUB chapters); CorruptDocument when lxml
+    cannot parse it."""
+    try:
+        tree = lxml_html.document_fromstring(text.encode("utf-8"), parser=lxml_html.HTMLParser(encoding="utf-8"))
+    except Exception as exc:  # lxml raises ParserError/ValueError on documents it cannot parse
+        raise CorruptDocument(f"{name}: unreadable HTML ({exc})") from exc
+    title = next((_text(t) for t in tree.xpath("//title")), None) or None
+    root, inside = _content_root(tree)
+    walker = _Walker()
+    walker.walk(root, inside)
+    if not walker.blocks:  # everything looked like chrome (a bare link page): read the body as it is
+        walker.keep_chrome = True
+        walker.walk(root, True)
+    return title, walker.blocks

@@ -10,7 +10,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import CorruptDocument, UnsupportedFormat
+from ...errors import CorruptDocument, EncryptedDocument, UnsupportedFormat
 from ...types import Block, BlockType, ExtractedDocument, table_text
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
@@ -22,7 +22,7 @@ W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def office_kind(data: bytes) -> str | None:
-    """docx, pptx or xlsx from the zip's parts, not the file name; None for another zip."""
+    """docx, pptx, xlsx, odt, ods, odp or epub from the zip's parts, not the file name; None for another zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
@@ -38,6 +38,16 @@ def office_kind(data: bytes) -> str | None:
         return "pptx"
     if "xl/workbook.xml" in names:
         return "xlsx"
+    if "mimetype" in names:  # OpenDocument and EPUB name their type in a first, stored part
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            mimetype = archive.read("mimetype")[:100].decode("ascii", "replace").strip()
+        if mimetype == "application/epub+zip":
+            return "epub"
+        kind = {"application/vnd.oasis.opendocument.text": "odt",
+                "application/vnd.oasis.opendocument.spreadsheet": "ods",
+                "application/vnd.oasis.opendocument.presentation": "odp"}.get(mimetype)
+        if kind is not None:
+            return kind
     return None
 
 
@@ -565,3 +575,56 @@ def _regions(grid: list[list[str]]) -> list[tuple[int, int, int, int]]:
         else:
             merged.append(box)
     return sorted(merged)
+
+
+# -- XLS (Excel 97-2003) -------------------------------------------------------------------------------------
+
+
+class XlsExtractor:
+    """Legacy binary workbooks with xlrd (BSD): each sheet's name as a heading, then its cells as a table."""
+
+    source_type = "xls"
+
+    def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        import xlrd
+
+        try:
+            book = xlrd.open_workbook(file_contents=source.data, on_demand=True)
+        except xlrd.biffh.XLRDError as exc:
+            text = str(exc)
+            if "encrypt" in text.lower() or "password" in text.lower():
+                yield EncryptedDocument(f"{source.path.name} is password-protected: remove the password first")
+            else:
+                yield _open_error(source, "XLS", exc)
+            return
+        except Exception as exc:  # xlrd raises assertion and struct errors on damaged files
+            yield _open_error(source, "XLS", exc)
+            return
+        blocks: list[Block] = []
+        try:
+            for number in range(book.nsheets):
+                sheet = book.sheet_by_index(number)
+                blocks.append(Block("heading", sheet.name, level=1, page=number + 1))
+                grid = [[_xls_text(sheet.cell(r, c), book.datemode) for c in range(sheet.ncols)]
+                        for r in range(sheet.nrows)]
+                block = table_block(grid, page=number + 1, sheet=sheet.name)
+                if block is not None:
+                    blocks.append(block)
+        finally:
+            book.release_resources()
+        yield from single_document(source, "xls", None, blocks, metadata={"sheets": book.nsheets})
+
+
+def _xls_text(cell: Any, datemode: int) -> str:
+    import xlrd
+
+    if cell.ctype == xlrd.XL_CELL_DATE:
+        try:
+            return _cell_text(xlrd.xldate_as_datetime(cell.value, datemode))
+        except (ValueError, OverflowError):
+            return str(cell.value)
+    if cell.ctype == xlrd.XL_CELL_BOOLEAN:
+        return "TRUE" if cell.value else "FALSE"
+    if cell.ctype in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
+        return ""
+    return _cell_text(cell.value)
