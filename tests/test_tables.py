@@ -107,3 +107,12 @@ def test_blocks_without_text_are_not_stored() -> None:
     source = Source(path, b"", path.as_posix(), "file:///blank.pdf")
     out = list(single_document(source, "pdf", None, blank))
     assert len(out) == 1 and isinstance(out[0], EmptyDocument) and "has no text" in str(out[0])
+
+
+def test_rules_round_groups_of_columns_do_not_merge_the_columns_inside() -> None:
+    """Rules drawn round "Total", "Male" and "Female" only, none between their three columns: each value in a
+    cell of its own, not three numbers in one."""
+    tables = _tables(TABLES / "camelot" / "pdfs" / "tabula__12s0324.pdf")
+    violent = [[c for c in row if c] for t in tables for row in t if row[0].startswith("Violent crime")]
+    assert violent[0][1:] == ["467 .9", "69 .1", "398 .8", "380 .2", "56 .5", "323 .7", "87 .7", "12 .6", "75 .2"]
+    assert violent[1][1:] == ["456,965", "268,346", "177,766", "5,608", "5,245"]
