@@ -277,7 +277,9 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
         # the text around the tables runs in two columns: a "table" across the gutter is a table in one column
         # with the other column's lines beside it; look again on each side
         mid = (gutter[0] + gutter[1]) / 2
-        across = [t for t in tables if t.x0 < mid < t.x1]
+        # ... unless its rows run across the gutter: a table's rows have cells on both sides, while a column of
+        # running text beside a table only now and then shares a line with one of its rows
+        across = [t for t in tables if t.x0 < mid < t.x1 and _both_sides(t, free, mid) < 0.8]
         if across:
             inside = [b for b in free if any(t.top <= b.center <= t.bottom and t.x0 <= b.x0 and b.x1 <= t.x1
                                              for t in across)]
@@ -286,6 +288,14 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
             return [*[b for b in boxes if b.table is not None], *kept, *[t for t in tables if t not in across],
                     *again]
     return [*[b for b in boxes if b.table is not None], *kept, *tables]
+
+
+def _both_sides(table: Box, boxes: Sequence[Box], mid: float) -> float:
+    """The share of a table's lines with text on both sides of x = mid."""
+    lines = _group_lines([b for b in boxes if table.top <= b.center <= table.bottom and table.x0 <= b.x0
+                          and b.x1 <= table.x1])
+    both = sum(1 for ln in lines if any(b.x1 <= mid for b in ln) and any(b.x0 >= mid for b in ln))
+    return both / max(1, len(lines))
 
 
 def _top(line: Sequence[Box]) -> float:

@@ -112,8 +112,8 @@ def _merged_lines(cells: list[tuple[float, float, float, float]],
              for k in range(len(bands))]
     multi = [j for j in range(len(cells)) if sum(1 for r in split if r[j]) >= 3]
     numeric = [j for j in multi if sum(1 for r in split if _figure(r[j])) * 3 >= 2 * sum(1 for r in split if r[j])]
-    across = sum(1 for r in split if sum(1 for c in r if c) >= 2)  # lines that run across the row
-    if len(multi) < 2 or not numeric or across * 3 < 2 * len(split):
+    across = sum(1 for r in split if sum(1 for c in r if c) >= 2)  # lines that run across the row (half at least)
+    if len(multi) < 2 or not numeric or across * 2 < len(split):
         return None
     return [[_cell_text(c) for c in r] for r in split]
 
