@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -65,7 +66,9 @@ WALK = [(path, args) for path, command in commands() if path != ("db", "stop")
 
 
 @pytest.mark.parametrize(("path", "args"), WALK, ids=[" ".join((*p, *a)).replace("\n", "\\n") for p, a in WALK])
-def test_every_command_with_malformed_values(cli_env: dict[str, str], path: tuple[str, ...], args: list[str]) -> None:
+def test_every_command_with_malformed_values(cli_env: dict[str, str], path: tuple[str, ...], args: list[str],
+                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an option naming an output file writes it here, not into the working tree
     result = invoke([*path, *args, *arguments(dict(commands())[path])], cli_env)
     assert result.exit_code in CODES
     if result.exit_code != 0:
