@@ -12,7 +12,7 @@ from .conftest import REPO, SAMPLES, run_cli
 from .test_serve import serving
 
 
-def test_schemathesis_finds_nothing(cli_env: dict[str, str]) -> None:
+def test_schemathesis_finds_nothing(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_TENANT": "fuzz", "RAGD_RATE_LIMIT_PER_MINUTE": "0"}
     assert run_cli(["ingest", str(SAMPLES), "-c", "default"], env).returncode == 0
     key = run_cli(["keys", "create", "--tenant", "fuzz"], env).stdout.strip().splitlines()[-1]
@@ -22,7 +22,7 @@ def test_schemathesis_finds_nothing(cli_env: dict[str, str]) -> None:
             [str(Path(sys.executable).parent / "schemathesis"), "--config-file", config, "run",
              server["url"] + "/openapi.json", "-H", f"Authorization: Bearer {key}", "--max-examples", "15",
              "--generation-deterministic", "--suppress-health-check", "all", "--no-color"],
-            capture_output=True, text=True, timeout=600, cwd=REPO)
+            capture_output=True, text=True, timeout=600, cwd=tmp_path)  # its cache dir lands there
     failures = result.stdout[result.stdout.find("FAILURES"):] if "FAILURES" in result.stdout else result.stdout
     assert result.returncode == 0, failures[:8000]
     assert " passed" in result.stdout and "failures" not in result.stdout.splitlines()[-1]
