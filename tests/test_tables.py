@@ -116,3 +116,43 @@ def test_rules_round_groups_of_columns_do_not_merge_the_columns_inside() -> None
     violent = [[c for c in row if c] for t in tables for row in t if row[0].startswith("Violent crime")]
     assert violent[0][1:] == ["467 .9", "69 .1", "398 .8", "380 .2", "56 .5", "323 .7", "87 .7", "12 .6", "75 .2"]
     assert violent[1][1:] == ["456,965", "268,346", "177,766", "5,608", "5,245"]
+
+
+def test_a_raised_footnote_mark_stays_in_its_cell_and_the_caption_is_not_a_row() -> None:
+    """A borderless table whose header reads "Others(1)" with the "(1)" set above the line (it came out as a row of
+    its own), under a caption line "Table: 5 ..." whose three pieces sat in the table's columns (it came out as
+    the header)."""
+    tables = _tables(TABLES / "camelot" / "pdfs" / "health.pdf")
+    assert _row(tables, "States-A") == ["States-A", "Revenue", "Capital", "Total", "Others(1)", "Total"]
+    assert not any(row[0].startswith("Table") or [c for c in row if c] == ["(1)"] for t in tables for row in t)
+
+
+def test_a_page_set_in_three_columns_of_text_is_not_a_table() -> None:
+    """Three columns of running text line up like a table's columns; only the two real tables are tables."""
+    tables = _tables(TABLES / "icdar2013" / "us-001.pdf")
+    assert len(tables) == 2
+    assert not any("disability" in c and len(c) > 25 and c.endswith("-") for t in tables for r in t for c in r)
+
+
+def test_a_caption_and_a_source_line_inside_the_frame_are_text_not_rows() -> None:
+    """A ruled table whose frame also holds its caption ("Exhibit 9 ...") and its source line, each one cell across
+    the whole row: the table is the four rows between them, and both lines stay in the document as text."""
+    path = (TABLES / "icdar2013" / "us-013.pdf").resolve()
+    data = path.read_bytes()
+    doc = next(EXTRACTORS["pdf"].extract(Source(path, data, path.as_posix(), path.as_uri()), ExtractOptions()))
+    assert isinstance(doc, ExtractedDocument)
+    tables = [b for b in doc.blocks if b.type == "table"]
+    assert len(tables) == 1 and len(tables[0].rows) == 3
+    assert tables[0].rows[-1][0] == "Participating students"
+    text = [b.text for b in doc.blocks if b.type != "table"]
+    assert any(t.startswith("Exhibit 9") for t in text) and any(t.startswith("Source:") for t in text)
+
+
+def test_a_ruled_table_with_an_open_stub_and_last_column_keeps_both() -> None:
+    """Column rules drawn only between the value columns, row rules across the whole table: the label column on
+    the left and the last value column on the right are cells too (they were cut off, the table read in pieces)."""
+    tables = _tables(TABLES / "icdar2013" / "eu-013.pdf")
+    assert _row(tables, "On labour market training") == ["On labour market training", "29 300", "25 800", "33 300",
+                                                         "33 500", "33 000"]
+    assert _row(tables, "Polytechnics") == ["Polytechnics", "20 527", "20 922", "22 083"]
+    assert len(tables) == 4

@@ -21,6 +21,10 @@ _BULLET_ONLY = re.compile(r"^(?:[\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6\u00b
 _SECTION_NUMBER = re.compile(r"^(?:\(\d{1,2}\)|\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.|[A-Z]\.)\s+\S")
 _CAPTION = re.compile(r"^(?:fig(?:ure)?|table|example|listing|chart|exhibit|plate)\.?\s*[\dA-Z]", re.IGNORECASE)
 # a contents line: a title, a run of leader dots (". . ." or "....") and a page reference (digits or roman)
+# a table's caption ("Table 5:", "TABLE: 3.2", "Exhibit A1"): the line above a table, not its first row
+TABLE_CAPTION = re.compile(r"^(?:table|tab\.|exhibit|schedule)\s*[:.]?\s*(?:[A-Z]?[.\-]?\d+(?:[.\-]\d+)*|[IVXL]+)\b",
+                           re.IGNORECASE)
+TABLE_NOTE = re.compile(r"^(?:sources?|notes?|footnotes?)\b\s*[:.]", re.IGNORECASE)  # the line under a table
 _LEADER = re.compile(r"^(.*?\S)\s*(?:\.\s?){4,}\s*([0-9]{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})$")
 _TERMINAL = re.compile(r"[.!?:;\"')\]]$")
 _SENTENCE_END = re.compile(r"[.!?:;,]$")  # a heading may end in a bracket or quote, not in a sentence mark
@@ -116,15 +120,22 @@ def lines_to_boxes(words: Sequence[Box], gap_factor: float = 1.0) -> list[Box]:
 
 
 _CID = re.compile(r"^\(cid:\d+\)$")
+TOUCHING = 0.05  # of the text size: a gap this narrow between two words is no space
 
 
 def _merge(words: list[Box]) -> Box:
     sizes = sorted(w.size for w in words)
-    return Box(text=" ".join(w.text for w in words), x0=min(w.x0 for w in words), top=min(w.top for w in words),
+    # words of one size that touch are one word set in two faces (an italic colon, a bold first letter)
+    text = words[0].text + "".join(("" if _touch(p, w) else " ") + w.text for p, w in zip(words, words[1:]))
+    return Box(text=text, x0=min(w.x0 for w in words), top=min(w.top for w in words),
                x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
                bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words),
                italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words),
                font=Counter(w.font for w in words for _ in w.text).most_common(1)[0][0])
+
+
+def _touch(a: Box, b: Box) -> bool:
+    return b.x0 - a.x1 < TOUCHING * min(a.size, b.size) and abs(a.size - b.size) <= 0.1 * max(a.size, b.size)
 
 
 def _group_lines(boxes: list[Box]) -> list[list[Box]]:
@@ -133,8 +144,10 @@ def _group_lines(boxes: list[Box]) -> list[list[Box]]:
     for b in sorted(boxes, key=lambda b: (b.center, b.x0)):
         if lines:
             first = lines[-1][0]
+            # boxes that overlap are on different lines; touching ones (a glyph's advance reaching past the next
+            # glyph's start by a hair, as with a colon after a word) are not
             if abs(b.center - first.center) <= 0.5 * min(first.height, b.height) and not any(
-                b.x0 < o.x1 and o.x0 < b.x1 for o in lines[-1]
+                min(b.x1, o.x1) - max(b.x0, o.x0) > 0.2 * min(b.height, o.height) for o in lines[-1]
             ):
                 lines[-1].append(b)
                 continue
@@ -225,6 +238,8 @@ def _key(b: Box) -> tuple[float, float]:
 MIN_GRID_COLUMNS = 3  # a page-level borderless table has this many columns; two-column ones are found per leaf
 MIN_GRID_ROWS = 3  # lines with a box in at least MIN_GRID_COLUMNS columns
 PROSE_WIDTH = 0.4  # a "column" whose boxes are this share of the page's text width, and long, is running text
+PROSE_FILL = 0.75  # boxes this share of their column's width (median), of PROSE_CHARS characters, are running text
+PROSE_CHARS = 25
 
 
 def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[Box]:
@@ -243,7 +258,7 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
     tables: list[Box] = []
     i = 0
     while i < len(lines):
-        if len(lines[i]) < MIN_GRID_COLUMNS:
+        if len(lines[i]) < MIN_GRID_COLUMNS or TABLE_CAPTION.match(lines[i][0].text):
             i += 1
             continue
         last, k = i, i + 1
@@ -260,7 +275,8 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
             continue
         head: list[int] = []
         j = i - 1
-        while j >= 0 and j not in taken and len(head) < 3 and _top(lines[j + 1]) - _bottom(lines[j]) <= 1.5 * size \
+        while j >= 0 and j not in taken and len(head) < 3 and not TABLE_CAPTION.match(lines[j][0].text) \
+                and _top(lines[j + 1]) - _bottom(lines[j]) <= 1.5 * size \
                 and all(grid[0][0] - size <= b.x0 and b.x1 <= grid[-1][1] + size for b in lines[j]):
             head.insert(0, j)
             j -= 1
@@ -326,12 +342,29 @@ def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float) -> list[tup
                 spans.append([a, b])
     if len(spans) < MIN_GRID_COLUMNS:
         return None
-    for x0, x1 in spans:
-        inside = [b for ln in lines for b in ln if x0 <= (b.x0 + b.x1) / 2 <= x1]
+    columns = [[b for ln in lines for b in ln if x0 <= (b.x0 + b.x1) / 2 <= x1] for x0, x1 in spans]
+    for inside in columns:
         if inside and statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
                 and statistics.median(len(b.text) for b in inside) >= 40:
             return None
+    if _running_text(columns, [(x0, x1) for x0, x1 in spans]):
+        return None
     return [(x0, x1) for x0, x1 in spans]
+
+
+def _running_text(columns: Sequence[Sequence[Box]], spans: Sequence[tuple[float, float]]) -> bool:
+    """Columns of running text (a page set in three columns or more), not a table: two thirds of the columns hold
+    lines of words that fill the column's width. (Two columns of text are told apart by the page's gutter.)"""
+    running = sum(1 for inside, (x0, x1) in zip(columns, spans) if inside
+                  and statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_FILL * (x1 - x0)
+                  and statistics.median(len(b.text) for b in inside) >= PROSE_CHARS and _wordy(inside))
+    return len(spans) >= 3 and running * 3 >= 2 * len(spans)
+
+
+def _wordy(boxes: Sequence[Box]) -> bool:
+    """Mostly letters: prose, not figures."""
+    text = "".join(b.text for b in boxes)
+    return sum(ch.isalpha() for ch in text) >= 0.7 * sum(not ch.isspace() for ch in text)
 
 
 def _column_of(box: Box, grid: Sequence[tuple[float, float]]) -> int:
@@ -383,6 +416,8 @@ def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) ->
         return None
     body = lines[start:end]
     spans = [(min(ln.boxes[c].x0 for ln in body), max(ln.boxes[c].x1 for ln in body)) for c in range(width)]
+    if _running_text([[ln.boxes[c] for ln in body] for c in range(width)], spans):
+        return None
     head = _header_lines(above, body[0], spans, size)
     if head:
         # a bold first line over plain rows is the lower level of a two-level header

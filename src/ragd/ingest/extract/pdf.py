@@ -16,7 +16,17 @@ from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestE
 from ...types import Block, ExtractedDocument, table_text
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, single_document
-from .layout import Box, PageText, borderless_tables, finish, leaf_blocks, lines_to_boxes, reading_order
+from .layout import (
+    TABLE_CAPTION,
+    TABLE_NOTE,
+    Box,
+    PageText,
+    borderless_tables,
+    finish,
+    leaf_blocks,
+    lines_to_boxes,
+    reading_order,
+)
 from .ocr import ocr_engine, to_rgb
 from .office import table_block
 
@@ -38,6 +48,20 @@ def _table_block(rows: list[list[str | None]]) -> Block | None:
     if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
         return None
     return block
+
+
+def _caption_and_note(raw: list[list[str | None]]) -> tuple[bool, bool]:
+    """Whether a ruled table's first and last rows are its caption ("Table 3: ...") and note ("Source: ..."),
+    drawn inside its frame as one cell across the whole row: text about the table, not rows of it. Only in a
+    table of four rows or more."""
+    def spanning(row: list[str | None], pattern: re.Pattern[str]) -> bool:
+        values = {normalize_text(c) for c in row if c and c.strip()}
+        return len(values) == 1 and bool(pattern.match(values.pop()))
+
+    filled = [r for r in raw if any(r)]
+    if len(filled) < 4:
+        return False, False
+    return spanning(filled[0], TABLE_CAPTION), spanning(filled[-1], TABLE_NOTE)
 
 
 def _cell_text(text: str) -> str:
@@ -123,47 +147,41 @@ _EDGE_TOLERANCE = 3.0  # points: rules this close are the same rule (pdfplumber'
 
 def _closing_edges(page: Any) -> list[dict[str, Any]]:
     """Vertical edges for ruled tables drawn without their outer sides (common in Korean and Japanese
-    documents): where two or more horizontal rules share an extent and have column rules between their ends,
-    the missing left and right sides are added, so the first and last columns are cells too."""
+    documents, and in reports whose stub column or last column is open): where two or more horizontal rules
+    run past a table's outermost column rule, the missing side is added from the first of them to the last, so
+    the first and last columns are cells too."""
     from pdfplumber.table import merge_edges
-
-    def spans(x: float, top: float, bottom: float) -> bool:
-        return any(abs(v["x0"] - x) <= _EDGE_TOLERANCE and v["top"] <= top + _EDGE_TOLERANCE
-                   and v["bottom"] >= bottom - _EDGE_TOLERANCE for v in verticals)
 
     straight = [e for e in page.edges if e.get("orientation") in ("h", "v")]  # curves give slanted edges too
     edges = merge_edges(straight, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE)
-    verticals = [e for e in edges if e["orientation"] == "v"]
-    groups: list[list[dict[str, Any]]] = []
-    for rule in sorted((e for e in edges if e["orientation"] == "h"), key=lambda e: (e["top"], e["x0"])):
-        group = next((g for g in groups if abs(g[0]["x0"] - rule["x0"]) <= _EDGE_TOLERANCE
-                      and abs(g[0]["x1"] - rule["x1"]) <= _EDGE_TOLERANCE), None)
-        if group is None:
-            groups.append([rule])
+    # the short sides of a rule drawn as a thin rectangle are no column rules (pdfplumber's edge_min_length)
+    verticals = [e for e in edges if e["orientation"] == "v" and e["bottom"] - e["top"] >= _EDGE_TOLERANCE]
+    rules = [e for e in edges if e["orientation"] == "h"]
+    # column rules that overlap down the page, merged into runs: each run is one table
+    runs: list[list[Any]] = []  # top, bottom, the rules' x
+    for v in sorted(verticals, key=lambda v: (v["top"], v["x0"])):
+        if runs and v["top"] <= runs[-1][1] + _EDGE_TOLERANCE:
+            runs[-1][1] = max(runs[-1][1], v["bottom"])
+            runs[-1][2].append(v["x0"])
         else:
-            group.append(rule)
+            runs.append([v["top"], v["bottom"], [v["x0"]]])
     added = []
-    for group in groups:
-        x0, x1 = min(e["x0"] for e in group), max(e["x1"] for e in group)
-        # column rules between the ends, merged into runs: each run is one table (two tables of the same width
-        # on a page stay two, and a rule further down the page is not pulled in)
-        runs: list[list[float]] = []
-        for v in sorted((v for v in verticals if x0 + _EDGE_TOLERANCE < v["x0"] < x1 - _EDGE_TOLERANCE),
-                        key=lambda v: v["top"]):
-            if runs and v["top"] <= runs[-1][1] + _EDGE_TOLERANCE:
-                runs[-1][1] = max(runs[-1][1], v["bottom"])
-            else:
-                runs.append([v["top"], v["bottom"]])
-        for top, bottom in runs:
-            # a table's column rules run from its top rule to its bottom rule; without inner columns it is
-            # rules only (booktabs), which the layout module's borderless tables take
-            if not (any(abs(e["top"] - top) <= _EDGE_TOLERANCE for e in group)
-                    and any(abs(e["top"] - bottom) <= _EDGE_TOLERANCE for e in group)):
-                continue
-            for x in (x0, x1):
-                if not spans(x, top, bottom):
-                    added.append({"object_type": "line", "x0": x, "x1": x, "top": top, "bottom": bottom,
-                                  "width": 0.0, "height": bottom - top})
+    for top, bottom, xs in runs:
+        if len(set(round(x) for x in xs)) < 2:
+            continue
+        left, right = min(xs), max(xs)
+        across = [h for h in rules if top - _EDGE_TOLERANCE <= h["top"] <= bottom + _EDGE_TOLERANCE
+                  and h["x0"] < right and h["x1"] > left]
+        if len(across) < 2:
+            continue
+        for end in ("x0", "x1"):
+            x = min(h["x0"] for h in across) if end == "x0" else max(h["x1"] for h in across)
+            far = [h for h in across if abs(h[end] - x) <= _EDGE_TOLERANCE]  # the rules that reach that side
+            y0, y1 = min(h["top"] for h in far), max(h["top"] for h in far)
+            if len(far) >= 2 and not any(abs(v["x0"] - x) <= _EDGE_TOLERANCE and v["top"] <= y0 + _EDGE_TOLERANCE
+                                         and v["bottom"] >= y1 - _EDGE_TOLERANCE for v in verticals):
+                added.append({"object_type": "line", "x0": x, "x1": x, "top": y0, "bottom": y1,
+                              "width": 0.0, "height": y1 - y0})
     return added
 
 
@@ -341,25 +359,68 @@ def _text_page(page: Any) -> list[Box]:
     for table in found:
         if _column_rules(table, verticals) < MIN_COLUMN_RULES or _cuts_words(table, words):
             continue  # not a grid: its columns are whitespace, which the borderless tables read
-        block = _table_block(_ruled_grid(table, table.extract(**_rotated_direction(page, table.bbox)), words))
+        raw = table.extract(**_rotated_direction(page, table.bbox))
+        x0, top, x1, bottom = table.bbox
+        filled = [i for i, r in enumerate(raw) if any(r)]
+        caption, note = _caption_and_note(raw)
+        if caption or note:  # the box shrinks to leave their words to the text around the table
+            top = table.rows[filled[0] + 1].bbox[1] if caption else top
+            bottom = table.rows[filled[-1]].bbox[1] if note else bottom
+            raw = [r if filled[0] < i < filled[-1] or (i == filled[0] and not caption)
+                   or (i == filled[-1] and not note) else [None] * len(r) for i, r in enumerate(raw)]
+        block = _table_block(_ruled_grid(table, raw, words))
         if block is not None:
-            block = _finer(block, table.bbox, words)
-            x0, top, x1, bottom = table.bbox
+            block = _finer(block, (x0, top, x1, bottom), words)
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
 
     def inside(w: dict[str, Any]) -> bool:
         cx, cy = (w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2
         return any(t.x0 <= cx <= t.x1 and t.top <= cy <= t.bottom for t in tables)
 
-    outside = [
+    outside = _attach_scripts([
         _word_box(w) for w in words
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
-    ]
+    ])
     boxes = borderless_tables([replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(outside)])
     # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
     return boxes + [Box(t.text, t.x0, t.top, t.x1, t.bottom, body, table=t.table) for t in tables]
+
+
+MAX_SCRIPT_SIZE = 0.8  # of the word before it: smaller text touching a word, raised or lowered, is a script
+MAX_SCRIPT_GAP = 0.15  # of the word's size: no visible space between a word and its script
+
+
+def _attach_scripts(words: list[Box]) -> list[Box]:
+    """Superscripts and subscripts (a footnote mark "Others(1)", "CO2") joined to the word they touch. Set
+    above or below the line, they were taken for a line of their own: a table row of stray "(1)"s."""
+    ends: dict[int, list[int]] = {}  # whole points of a word's right edge -> the words ending there
+    out: list[Box | None] = list(words)
+    for i in sorted(range(len(words)), key=lambda i: (words[i].x0, words[i].top)):
+        w = words[i]
+        near = sorted(j for x in range(int(w.x0) - 2, int(w.x0) + 2) for j in ends.get(x, ()))
+        parent = next((j for j in near if (p := out[j]) is not None and _script_of(w, p)), None)
+        if parent is not None:
+            p = out[parent]
+            assert p is not None
+            # a raised mark after a word is a footnote's ("Center 1", found by "center"); a bracketed mark or
+            # a subscript ("Others(1)", "CO2") is part of the word
+            space = " " if w.center < p.center and p.text[-1:].isalpha() and w.text[:1].isalnum() else ""
+            out[parent] = replace(p, text=p.text + space + w.text, x1=max(p.x1, w.x1))
+            out[i] = None
+            i = parent
+        end = out[i]
+        assert end is not None
+        ends.setdefault(int(end.x1), []).append(i)
+    return [w for w in out if w is not None]
+
+
+def _script_of(w: Box, word: Box) -> bool:
+    gap = w.x0 - word.x1
+    return (w.size <= MAX_SCRIPT_SIZE * word.size and -1.0 <= gap <= MAX_SCRIPT_GAP * word.size
+            and word.top - 0.5 * w.height <= w.top and w.bottom <= word.bottom + 0.5 * w.height
+            and abs(w.center - word.center) > 0.15 * word.height)
 
 
 def _word_box(word: dict[str, Any]) -> Box:
