@@ -50,8 +50,8 @@ def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_pa
     assert gone.returncode == 4 and "no document 'faq-001'" in gone.stderr
     runs = json.loads(ok(run_cli(["runs", "list", "-c", name, "--json"], cli_env)).stdout)["runs"]
     assert runs[0]["collection"] == name and runs[0]["status"] == "succeeded"
-    run = json.loads(ok(run_cli(["runs", "show", str(runs[-1]["run_id"])[:8], "--json"],
-                                cli_env)).stdout)
+    first = [r for r in runs if r["collection"] == name][-1]  # the list is the tenant's, other tests' runs too
+    run = json.loads(ok(run_cli(["runs", "show", str(first["run_id"])[:8], "--json"], cli_env)).stdout)
     assert len(run["items"]) == 7
     cols = json.loads(ok(run_cli(["collections", "list", "--json"], cli_env)).stdout)["collections"]
     assert any(c["name"] == name and c["embed_model"] == "hash-v1-384" for c in cols)
@@ -117,3 +117,24 @@ def test_end_to_end_with_the_real_onnx_model(tmp_path: Path) -> None:
         assert cols[0]["embed_model"] == "bge-small-en" and cols[0]["embed_dims"] == 384
     finally:
         run_cli(["db", "stop"], env)
+
+
+def test_ingest_shows_each_failed_item_and_reports_progress_without_a_terminal(cli_env: dict[str, str], name: str,
+                                                                               tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "good.txt").write_text("Heat pumps move heat from outside air into the house.")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n this is not a PDF body")
+    (folder / "empty.txt").write_text("   \n")
+    env = {**cli_env, "RAGD_PROGRESS_INTERVAL_S": "0"}
+    as_json = run_cli(["ingest", str(folder), "-c", name, "--json"], env)
+    assert as_json.returncode == 1
+    items = json.loads(as_json.stdout)["items"]
+    assert sorted((Path(i["source_uri"]).name, i["error_code"]) for i in items if i["status"] == "failed") == [
+        ("broken.pdf", "corrupt_document"), ("empty.txt", "empty_document")]
+    assert any(line.startswith("ragd: ingest ") for line in as_json.stderr.splitlines()), as_json.stderr
+    human = run_cli(["ingest", str(folder), "-c", name], cli_env)
+    assert human.returncode == 1
+    failed = [line.strip() for line in human.stdout.splitlines() if line.strip().startswith("failed")]
+    assert len(failed) == 2 and any("broken.pdf [corrupt_document]: " in line for line in failed), human.stdout
+    assert not [line for line in human.stderr.splitlines() if line.startswith("ragd: ")]

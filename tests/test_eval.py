@@ -148,7 +148,44 @@ def test_questions_file_against_an_existing_collection(client, name: str, tmp_pa
                     "--out", str(tmp_path / "out")], cli_env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["queries"] == 3 and result["ingest"] == {}
+    assert result["queries"] == 3 and result["ingest"] == {"judged_documents": 2, "judged_missing": 0}
     assert result["plans"]["weighted"]["hit@10"] == 1.0
     missing = run_cli(["eval", str(questions), "--plans", "lexical"], cli_env)
     assert missing.returncode == 2 and "pass --collection" in missing.stderr
+
+
+def test_eval_keeps_the_corpus_as_published_and_shows_what_failed(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """Two judged documents with the same text are both searchable (they were skipped as `duplicate`); an item
+    that fails is shown with its code and reason, the judged documents missing from the collection are counted,
+    the default plan is marked, and without a terminal progress lines go to stderr."""
+    root = tmp_path / "dups"
+    (root / "qrels").mkdir(parents=True)
+    docs = [("a", "Heat pumps", "Heat pumps move heat from outside air into the house."),
+            ("b", "Heat pumps", "Heat pumps move heat from outside air into the house."),
+            ("c", "Solar", "Photovoltaic panels turn sunlight into electricity."),
+            ("e", "", "")]
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n"
+                                               for i, t, x in docs))
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "heat pumps"}) + "\n"
+                                        + json.dumps({"_id": "q2", "text": "solar panels"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ta\t1\nq1\tb\t1\nq2\tc\t1\nq2\te\t1\n")
+    env = {**cli_env, "RAGD_PROGRESS_INTERVAL_S": "0"}
+    args = ["eval", str(root), "--plans", "lexical,weighted", "--out", str(tmp_path / "out")]
+    result = run_cli([*args, "--json"], env)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    ingest = payload["ingest"]
+    assert ingest["ingested"] == 3 and ingest["duplicate"] == 0 and ingest["failed"] == 1
+    assert [(f["item"], f["code"]) for f in ingest["failed_items"]] == [("e", "empty_document")]
+    assert ingest["judged_documents"] == 4 and ingest["judged_missing"] == 1
+    assert payload["default_plan"] == "weighted"
+    assert payload["plans"]["lexical"]["recall@10"] == pytest.approx(0.75)  # a and b both found; e cannot be
+    progress = [line for line in result.stderr.splitlines() if line.startswith("ragd: ")]
+    assert any(line.startswith("ragd: ingest ") for line in progress), result.stderr
+    assert any(line.startswith("ragd: lexical 2/2 ") for line in progress), result.stderr
+    human = run_cli(args, cli_env)
+    assert human.returncode == 0, human.stderr
+    assert "weighted (default)" in human.stdout and "lexical (default)" not in human.stdout
+    assert "failed e [empty_document]:" in human.stdout, human.stdout
+    assert "1 of 4 judged documents are not in the collection" in human.stdout
+    assert not [line for line in human.stderr.splitlines() if line.startswith("ragd: ")]  # 10 s: too short

@@ -48,6 +48,37 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, default=_json_default, ensure_ascii=False, sort_keys=False))
 
 
+class LineProgress:
+    """Progress where no live bar can be drawn (--json, in the background, in CI): one line on stderr per stage
+    every `interval` seconds, with items done, rate and time left, and a last line when a stage that took longer
+    than that ends."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.started: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+
+    def update(self, stage: str, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        start = self.started.setdefault(stage, now)
+        finished = total is not None and done >= total
+        if now - self.last.get(stage, start) < self.interval and not (finished and now - start >= self.interval):
+            return
+        if finished and self.last.get(stage) == -1.0:
+            return
+        self.last[stage] = -1.0 if finished else now
+        rate = done / (now - start) if now > start else 0.0
+        left = f", {_duration((total - done) / rate)} left" if total and rate and not finished else ""
+        click.echo(f"ragd: {stage} {done}/{total if total is not None else '?'} ({rate:.1f}/s{left}, "
+                   f"{_duration(now - start)} so far)", err=True)
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m" if whole >= 3600 else (
+        f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s")
+
+
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], title: str | None = None) -> None:
     table = Table(title=title)
     for name in columns:
@@ -161,13 +192,16 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
     tag_list = sorted({t.strip() for group in tags for t in group.split(",") if t.strip()})
     options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field),
                              follow_symlinks=follow_symlinks)
+    live = err.is_terminal and not as_json
+    lines = LineProgress(col.settings.progress_interval_s)
     with Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err, transient=True,
-                  disable=as_json or not err.is_terminal) as progress:
+                  TextColumn("{task.description}"), console=err, transient=True, disable=not live) as progress:
         task = progress.add_task("", total=None)
 
         def on_progress(done: int, total: int, label: str) -> None:
             progress.update(task, completed=done, total=total, description=label[-40:])
+            if not live:
+                lines.update("ingest", done, total)
 
         report = col.ingest(list(paths), tags=tag_list, options=options,
                             duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
@@ -189,11 +223,15 @@ def _print_report(report: Any, collection: str) -> None:
     counts = data["counts"]
     table.add_row(*(str(counts[n]) for n in ITEM_STATUSES), str(data["chunks"]))
     out.print(table)
-    notes = [i for i in data["items"] if i["status"] in ("failed", "skipped", "duplicate")]
-    for item in notes[:50]:
-        out.print(f"  {item['status']:<9} {item['external_id'] or item['source_uri']}: {item['reason']}")
+    # every failed item, with its code; skipped and duplicate ones up to 50
+    failed = [i for i in data["items"] if i["status"] == "failed"]
+    notes = [i for i in data["items"] if i["status"] in ("skipped", "duplicate")]
+    for item in failed + notes[:50]:
+        code = f" [{item['error_code']}]" if item.get("error_code") else ""
+        out.print(f"  {item['status']:<9} {item['external_id'] or item['source_uri']}{code}: {item['reason']}",
+                  markup=False)
     if len(notes) > 50:
-        out.print(f"  ... {len(notes) - 50} more; see `ragd runs show {data['run_id']}`")
+        out.print(f"  ... {len(notes) - 50} more skipped or duplicate; see `ragd runs show {data['run_id']}`")
 
 
 # -- search --------------------------------------------------------------------------------------------
@@ -378,12 +416,16 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         raise InvalidRequest(f"--plans {plans!r} names no plan; e.g. --plans lexical,vector,rrf,weighted")
     full = load(path)
     client = open_client(embedder)
+    live = err.is_terminal and not as_json
+    lines = LineProgress(client.settings.progress_interval_s)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+                  TimeElapsedColumn(), console=err, transient=True, disable=not live) as progress:
         task = progress.add_task("", total=None, stage="eval")
 
         def on_progress(stage: str, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, stage=stage)
+            if not live:
+                lines.update(stage, done, total)
 
         result = evaluate(client, full.head(max_queries), names, collection=collection, tenant=tenant,
                           depth=depth, on_progress=on_progress) if names else None
@@ -445,7 +487,8 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
     table.add_column("p50 ms", justify="right")
     table.add_column("p95 ms", justify="right")
     for name, plan in result.plans.items():
-        table.add_row(name, *(f"{plan.metrics[m]:.4f}" for m in METRICS),
+        table.add_row(f"{name} (default)" if name == result.default_plan else name,
+                      *(f"{plan.metrics[m]:.4f}" for m in METRICS),
                       f"{plan.latency_ms['p50']:.1f}", f"{plan.latency_ms['p95']:.1f}")
     out.print(table)
     stages = Table(title="latency per stage (p50 / p95 ms)")
@@ -458,7 +501,15 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
                                if s in plan.stages_ms else "-" for s in all_stages))
     out.print(stages)
     if result.ingest:
-        out.print(f"corpus: {json.dumps(result.ingest)}")
+        counts = {k: v for k, v in result.ingest.items() if k != "failed_items"}
+        out.print(f"corpus: {json.dumps(counts)}")
+        for item in result.ingest.get("failed_items", []):
+            out.print(f"  failed {item['item']} [{item['code']}]: {item['reason']}", markup=False)
+        if result.ingest.get("judged_missing"):
+            out.print(f"warning: {result.ingest['judged_missing']} of {result.ingest['judged_documents']} judged "
+                      "documents are not in the collection: no plan can find them")
+    if result.default_plan:
+        out.print("(default): the plan `ragd search` uses unless told otherwise")
 
 
 ANSWER_COLUMNS = ("questions", "abstain_precision", "abstain_recall", "abstain_f1", "answered",

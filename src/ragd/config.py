@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     extract_memory_mb: int = Field(default=4096, ge=128)
     # whole-document MinHash similarity at or above which a new document is a near-duplicate; 1.0 disables
     near_duplicate_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
+    # without a terminal (--json, background, CI), long ingests and evals print a progress line this often
+    progress_interval_s: float = Field(default=10.0, ge=0.0)
 
     @property
     def pgdata(self) -> Path:

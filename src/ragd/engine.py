@@ -456,7 +456,8 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
              debug: dict[str, Any] | None = None) -> list[Candidate]:
     """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k.
 
-    When `timings` is given, it receives each stage's milliseconds (embed, vector, lexical, fuse, rerank); `debug`
+    When `timings` is given, it receives each stage's milliseconds: embed (the query vector), vector and lexical
+    (each leg's SQL, results read), release (ending the read transaction), fuse (hybrid plans only), rerank; `debug`
     receives the reranker's outcome (reranker_used, reranker_skipped, reranker_error, reranker_latency_ms)."""
     with span("rag.retriever.retrieve_documents", **{"rag.collection": store.name, "rag.k": plan.k,
                                                       "rag.fusion": plan.fusion, "rag.rerank": plan.rerank}) as s:
@@ -491,13 +492,14 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
             legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,
                                     filters=plan.filters, matching=matching))
             clock.lap("lexical")
+    clock.lap("release")  # the read-only transaction ends and its connection goes back to the pool
     if plan.fusion in ("rrf", "weighted"):
         params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
             "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight}
         ranked = fuse(legs, plan.fusion, params)
+        clock.lap("fuse")
     else:
         ranked = legs[0]
-    clock.lap("fuse")
     if debug is not None:
         vec = len(legs[0]) if qvec is not None else 0
         debug.update(num_vec_candidates=vec, num_fts_candidates=len(legs[-1]) if plan.fusion != "vector" else 0,

@@ -59,6 +59,10 @@ class DimensionMismatch(RagdError):
 class IngestError(RagdError):
     code = "ingest_error"
 
+    def __init__(self, message: str, *, external_id: str | None = None) -> None:
+        super().__init__(message)
+        self.external_id = external_id  # the item's id when it is known (a JSONL record), for the run's items
+
 
 class UnsupportedFormat(IngestError):
     code = "unsupported_format"

@@ -29,7 +29,7 @@ from ..embed import make_embedder
 from ..engine import Collection, ask, retrieve
 from ..errors import InvalidRequest
 from .datasets import EvalSet
-from .runner import percentile
+from .runner import external_ids, percentile
 
 MIN_ANSWERED = 0.90  # the calibrated threshold keeps at least this share of in-scope answerable questions answered
 
@@ -200,7 +200,7 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
         embedder = client._explicit_embedder() or make_embedder(client.settings.embedder, client.settings)
         name = collection or f"eval-{dataset.name}-scope-{embedder.name}"
         col = client.collection(name, tenant=tenant)
-        col.ingest(documents=split.documents, near_duplicates=1.0,
+        col.ingest(documents=split.documents, duplicates="keep", near_duplicates=1.0,
                    on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
     else:
         if not collection:
@@ -215,7 +215,7 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
                                 min_answered, on_progress) | {"calibrated": True}
     reranking = s.reranker != "none"
     asked: list[Asked] = []
-    external = _external_ids(col)
+    external = external_ids(col)
     for n, qid in enumerate(qids, start=1):
         started = time.perf_counter()
         result = ask(dataset.queries[qid], col.plan(k, None, rerank=reranking), col, debug=True,
@@ -256,15 +256,6 @@ def _calibrate(col: Collection, qids: Sequence[str], kinds: Mapping[str, str], d
                                 "abstain_recall": round(choice.recall, 4), "abstain_f1": round(choice.f1, 4),
                                 "answered": round(choice.answered, 4)}
     return out
-
-
-def _external_ids(col: Collection) -> dict[str, str]:
-    ids: dict[str, str] = {}
-    offset = 0
-    while batch := col.documents(limit=10_000, offset=offset):
-        ids.update({str(d["doc_id"]): str(d["external_id"]) for d in batch})
-        offset += len(batch)
-    return ids
 
 
 def _score(asked: Sequence[Asked], part: set[str], dataset: EvalSet) -> dict[str, Any]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..embed import make_embedder
 from ..engine import Collection, retrieve
 from ..errors import InvalidRequest
-from ..types import ITEM_STATUSES
+from ..types import ITEM_STATUSES, Plan
 from . import metrics
 from .datasets import EvalSet
 
@@ -113,10 +113,12 @@ class EvalReport:
     depth: int
     ingest: dict[str, Any]
     plans: dict[str, PlanResult]
+    default_plan: str | None = None  # the plan among those run that `search` uses by default
 
     def as_dict(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "collection": self.collection, "embed_model": self.embed_model,
                 "queries": self.queries, "depth": self.depth, "ingest": self.ingest,
+                "default_plan": self.default_plan,
                 "plans": {name: result.as_dict() for name, result in self.plans.items()}}
 
 
@@ -131,18 +133,24 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
         embedder = client._explicit_embedder() or make_embedder(client.settings.embedder, client.settings)
         name = collection or f"eval-{dataset.name}-{embedder.name}"
         col = client.collection(name, tenant=tenant)
-        # a benchmark corpus goes in as published: its near-duplicates may be judged documents
+        # a benchmark corpus goes in as published: its duplicates and near-duplicates may be judged documents
         report = col.ingest([dataset.corpus] if dataset.corpus else [], documents=dataset.documents,
-                            near_duplicates=1.0,
+                            duplicates="keep", near_duplicates=1.0,
                             on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
         ingest: dict[str, Any] = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
-                  "cache_hits": report.cache_hits,
-                  **{s: report.count(s) for s in ITEM_STATUSES}}
+                                  "cache_hits": report.cache_hits, **{s: report.count(s) for s in ITEM_STATUSES},
+                                  "failed_items": [{"item": i.external_id or i.source_uri, "code": i.error_code,
+                                                    "reason": i.reason} for i in report.failed]}
     else:
         if not collection:
             raise InvalidRequest("a questions file is evaluated against an existing collection: pass --collection")
         col = client.collection(collection, tenant=tenant, create=False)
         ingest = {}
+    # judged documents that are not in the collection can never be found: say how many, not only lower scores
+    present = set(external_ids(col).values())
+    judged_docs = {doc for judged in dataset.qrels.values() for doc in judged}
+    ingest["judged_documents"] = len(judged_docs)
+    ingest["judged_missing"] = len(judged_docs - present)
     results: dict[str, PlanResult] = {}
     judged = sum(1 for q in dataset.queries if dataset.qrels.get(q))
     if judged == 0:
@@ -158,4 +166,20 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
 
         results[name] = run_plan(col, dataset, name, depth, on_query=tick)
     return EvalReport(dataset=dataset.name, collection=col.name, embed_model=col.embed_model,
-                      queries=len(dataset.queries), depth=depth, ingest=ingest, plans=results)
+                      queries=len(dataset.queries), depth=depth, ingest=ingest, plans=results,
+                      default_plan=next((name for name in plans if is_default(name)), None))
+
+
+def is_default(name: str) -> bool:
+    """Whether the plan is what `search` does when not told otherwise."""
+    return replace(Plan(), **plan_overrides(name)) == Plan()
+
+
+def external_ids(col: Collection) -> dict[str, str]:
+    """The collection's documents: doc id -> external id."""
+    ids: dict[str, str] = {}
+    offset = 0
+    while batch := col.documents(limit=10_000, offset=offset):
+        ids.update({str(d["doc_id"]): str(d["external_id"]) for d in batch})
+        offset += len(batch)
+    return ids

@@ -506,7 +506,7 @@ def _failure(source_uri: str, exc: Exception) -> ItemOutcome:
     if isinstance(exc, RagdError):
         status: ItemStatus = "skipped" if isinstance(exc, Skipped) else "failed"
         return ItemOutcome(source_uri=storable(source_uri), status=status, reason=storable(str(exc)),
-                           error_code=exc.code)
+                           error_code=exc.code, external_id=getattr(exc, "external_id", None))
     return ItemOutcome(source_uri=storable(source_uri), status="failed", error_code="unexpected_error",
                        reason=storable(f"{type(exc).__name__}: {exc}"))
 

@@ -139,10 +139,12 @@ class LexicalPlan:
     statement: sql.Composed | None
 
 
-def bm25_weights(rows: list[tuple[str, int, int, int]]) -> tuple[list[str], list[float], float]:
-    """Terms (rarest first), their idf, and the average chunk length, from (term, df, n_chunks, total_len)."""
+def bm25_weights(rows: list[tuple[str, int, int, int, int]]) -> tuple[list[str], list[float], float]:
+    """Terms (rarest first), their weights and the average chunk length, from (term, df, n_chunks, total_len,
+    qtf). A term's weight is its idf times its count in the query: each occurrence adds its term score, as in
+    Lucene's BM25, so the MaxScore upper bounds (weight x (k1 + 1)) scale with the count too."""
     n, total = rows[0][2], rows[0][3]
-    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _ in rows]
+    idfs = [qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _, qtf in rows]
     return [r[0] for r in rows], idfs, max(total / n, 1.0) if n else 1.0
 
 

@@ -404,15 +404,19 @@ def count_filtered_sql(filters: Filters) -> sql.Composed:
     ).format(where=where)
 
 
+# The query's terms with how often the query says each (qtf: a term repeated counts as often as it is said, as in
+# Lucene, where each occurrence is a clause of its own), their document frequency and the collection's statistics.
 LEXICAL_TERM_STATS = """
-WITH q AS (SELECT DISTINCT t.lexeme AS term FROM unnest(to_tsvector('english', %(query)s)) t)
-SELECT lt.term, lt.df, s.n_chunks, s.total_len
+WITH q AS (SELECT t.lexeme AS term, COALESCE(cardinality(t.positions), 1) AS qtf
+           FROM unnest(to_tsvector('english', %(query)s)) t)
+SELECT lt.term, lt.df, s.n_chunks, s.total_len, q.qtf
 FROM lexical_terms lt JOIN q ON q.term = lt.term
 JOIN lexical_stats s ON s.collection_id = lt.collection_id
 WHERE lt.collection_id = %(collection_id)s AND lt.df > 0
 ORDER BY lt.df, lt.term"""
 
-# BM25 of one posting; %(k1)s, %(b)s and %(avg_len)s are parameters, w.idf comes from the query's terms.
+# BM25 of one posting; %(k1)s, %(b)s and %(avg_len)s are parameters, w.idf comes from the query's terms (the
+# term's idf times its count in the query).
 _BM25 = ("w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / %(avg_len)s))")
 _WEIGHTS = "w AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf))"
 # Scores are rounded so that summation order cannot reorder ties; ties at the cut-off go by (doc_id, chunk_index).

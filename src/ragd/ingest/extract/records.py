@@ -129,7 +129,8 @@ class RecordsExtractor:
         if title is not None:
             blocks.insert(0, Block("heading", title, level=1))
         if not blocks:
-            return EmptyDocument(f"{where} (id {rid}): empty text (looked for {', '.join(text_fields)})")
+            return EmptyDocument(f"{where} (id {rid}): empty text (looked for {', '.join(text_fields)})",
+                                 external_id=str(rid))
         used = {id_name, text_name, title_field, "tags", "metadata"}
         metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
         for key in sorted(record):
