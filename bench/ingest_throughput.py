@@ -1,13 +1,15 @@
 """Ingest throughput: documents/s and chunks/s for the hashing and the ONNX embedders, with peak memory.
 
     python bench/ingest_throughput.py [--docs-hash 5183] [--docs-onnx 1000] [--files 1000] [--real-docs]
+                                      [--workers 1,2]
 
 Corpus: BEIR SciFact (../shared/data/beir/scifact/corpus.jsonl), ingested through the Python API into a fresh
 embedded server. A second, unchanged ingest measures the no-op path (dedupe by content hash).
 
 `files`: the same documents written as Markdown files and ingested from their folder, with each file extracted
 in the worker process (the default: time and memory limits per item) and in-process, alternating, so the cost
-of the isolation is a ratio within one run.
+of the isolation is a ratio within one run. With `--real-docs`, the real documents (PDF, Office, scans, the ICDAR
+table PDFs) are also ingested with 1..N files extracted at once (`--workers`), alternating.
 """
 
 from __future__ import annotations
@@ -68,6 +70,23 @@ def isolation_cost(label: str, paths: list[Path], rounds: int) -> None:
     print(f"{label}: isolation cost {best['worker process'] / best['in-process'] - 1:+.1%} time per run")
 
 
+def parallel(label: str, paths: list[Path], workers: list[int], rounds: int) -> None:
+    """The same folders ingested with 1..N files extracted at once, alternating: items/s per worker count."""
+    timings: dict[int, list[float]] = {n: [] for n in workers}
+    with private_ragd("hash") as client:
+        for r in range(rounds):
+            for n in workers:
+                col = client.collection(f"parallel-{n}-{r}")
+                t0 = time.perf_counter()
+                report = col.ingest(paths, workers=n)
+                timings[n].append(time.perf_counter() - t0)
+    base = min(timings[workers[0]])
+    for n in workers:
+        best = min(timings[n])
+        print(f"{label}: {n} extraction worker(s) {len(report.items) / best:8.2f} items/s  (best of {rounds}: "
+              f"{best:6.1f} s, {base / best:.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs-hash", type=int, default=5183)
@@ -75,12 +94,15 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--real-docs", action="store_true",
                         help="also the real documents of shared/data/docs (PDF, Office, scans), worker vs in-process")
+    parser.add_argument("--workers", default="1,2", help="extraction worker counts to compare on the real documents")
     args = parser.parse_args()
     files(args.files)
     if args.real_docs:
         docs = DATA / "docs"
-        isolation_cost("real documents", [docs / "docling" / "pdf" / "sources", docs / "synthetic",
-                                          docs / "pdfplumber"], rounds=2)
+        real = [docs / "docling" / "pdf" / "sources", docs / "synthetic", docs / "pdfplumber"]
+        isolation_cost("real documents", real, rounds=2)
+        parallel("real documents", [*real, docs / "tables" / "icdar2013"],
+                 [int(n) for n in args.workers.split(",")], rounds=2)
     run("hash", args.docs_hash)
     run("bge-small-en", args.docs_onnx)
 

@@ -184,3 +184,41 @@ def test_index_and_chunk_blocks_compose(client: ragd.Ragd, name: str) -> None:
     again = ragd.index(chunks, col)
     assert again["counts"]["unchanged"] == 1
     assert col.search("solar", k=1)[0].external_id == "energy"
+
+
+def test_parallel_extraction_gives_the_same_result_as_one_worker(client: ragd.Ragd, tmp_path: Path) -> None:
+    """Files extracted several at once (each in its own worker process) come back in the order of the files:
+    the same items, in the same order, with the same chunks as one worker; a broken file still fails alone."""
+    from ragd.ingest.worker import POOL
+
+    from .conftest import DATA
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    synthetic = DATA / "docs" / "synthetic"
+    for name in ("report.pdf", "report.docx", "review.pptx", "article.html", "sales.csv", "long_table.docx"):
+        (folder / name).write_bytes((synthetic / name).read_bytes())
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n not a PDF body")
+    for i in range(6):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nHeat pump service interval number {i}.\n")
+
+    def outcome(workers: int) -> tuple[list[tuple[str, str, str | None]], dict[str, list[tuple[int, str]]]]:
+        col = client.collection(f"parallel{workers}")
+        report = col.ingest([folder], workers=workers)
+        items = [(Path(i.source_uri).name, i.status, i.error_code) for i in report.items]
+        with client.store.tenant(col.tenant) as conn:
+            rows = conn.execute(
+                "SELECT d.external_id, c.chunk_index, c.content_hash FROM chunks c JOIN documents d USING (doc_id) "
+                "WHERE c.collection_id = %s AND c.is_active ORDER BY d.external_id, c.chunk_index",
+                (col.collection_id,)).fetchall()
+        chunks: dict[str, list[tuple[int, str]]] = {}
+        for external_id, index, digest in rows:
+            chunks.setdefault(external_id, []).append((index, digest))
+        return items, chunks
+
+    one = outcome(1)
+    before = len(POOL._idle)
+    three = outcome(3)
+    assert three == one
+    assert ("broken.pdf", "failed", "corrupt_document") in one[0] and len(one[1]) >= 10
+    assert len(POOL._idle) >= min(before, 1) + 2  # three workers ran and were given back for the next run

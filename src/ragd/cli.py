@@ -181,11 +181,15 @@ def main() -> None:
               help="Whole-document similarity at which a document is a near-duplicate (default 0.9; 1.0: off).")
 @click.option("--follow-symlinks", is_flag=True,
               help="Follow links inside a folder that point outside it (default: skip them, each as an item).")
+@click.option("--workers", type=click.IntRange(1, 256), default=None,
+              help="Files extracted at once, each in its own process (default: RAGD_INGEST_WORKERS, else the cores "
+                   "available). The result is the same for any number.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @handle_errors
 def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tags: Sequence[str],
            embedder: str | None, id_field: str | None, title_field: str | None, text_field: Sequence[str],
-           keep_duplicates: bool, near_duplicates: float | None, follow_symlinks: bool, as_json: bool) -> None:
+           keep_duplicates: bool, near_duplicates: float | None, follow_symlinks: bool, workers: int | None,
+           as_json: bool) -> None:
     """Ingest files and directories: PDF (scans through OCR), DOCX, PPTX, XLSX, CSV/TSV, HTML, images,
     Markdown, text and JSON/JSONL records."""
     col = open_collection(collection, tenant, embedder, create=True)
@@ -205,7 +209,7 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
 
         report = col.ingest(list(paths), tags=tag_list, options=options,
                             duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
-                            on_progress=on_progress)
+                            on_progress=on_progress, workers=workers)
     if as_json:
         emit_json(report.as_dict())
     else:

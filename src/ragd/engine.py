@@ -251,12 +251,14 @@ class Collection:
                tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
                options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
                near_duplicates: float | None = None, on_progress: Progress | None = None,
-               uploads: Sequence[tuple[str, str | os.PathLike[str]]] = ()) -> IngestReport:
+               uploads: Sequence[tuple[str, str | os.PathLike[str]]] = (), workers: int | None = None) -> IngestReport:
         """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?}).
 
         `near_duplicates` is the whole-document similarity (0.5-1.0) at which a new document counts as a
         near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off.
-        `uploads` are (name, file) pairs: files extracted like paths but named `name` (the REST upload)."""
+        `uploads` are (name, file) pairs: files extracted like paths but named `name` (the REST upload).
+        `workers`: files extracted at once, each in its own process (default RAGD_INGEST_WORKERS, else the cores
+        available); the result is the same for any number."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
@@ -265,7 +267,7 @@ class Collection:
             report = run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
                                 options=options or ExtractOptions(), duplicates=duplicates,
                                 near_duplicates=near_duplicates, on_progress=on_progress,
-                                uploads=[(name, Path(path)) for name, path in uploads])
+                                uploads=[(name, Path(path)) for name, path in uploads], workers=workers)
             annotate(s, **{"rag.items": len(report.items), "rag.failed": len(report.failed),
                            "rag.chunks": report.chunks})
             return report

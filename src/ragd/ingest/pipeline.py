@@ -11,9 +11,12 @@ import json
 import os
 import socket
 import stat
+import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -214,25 +217,64 @@ def extract_path(path: Path, limits: Limits, options: ExtractOptions) -> Iterato
 
 
 class _Extraction:
-    """Extracts files one by one, in a worker process under the time and memory limits when isolation is on."""
+    """Extracts files, each in a worker process under the time and memory limits when isolation is on, up to
+    `workers` files at once; results come back in the order of the files, whatever the number of workers, so
+    item numbers, ids and chunks are the same for any N."""
 
-    def __init__(self, settings: Settings, options: ExtractOptions):
+    def __init__(self, settings: Settings, options: ExtractOptions, workers: int = 1):
         self.limits = Limits.from_settings(settings)
         self.isolated = settings.extract_isolation
         self.options = options
-        self._worker: Worker | None = None
+        self.workers = max(1, workers) if self.isolated else 1  # in-process parsers hold the GIL: one at a time
+        self._taken: list[Worker] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
 
-    def __call__(self, path: Path) -> Iterable[ExtractedDocument | Exception]:
+    def __call__(self, path: Path) -> list[ExtractedDocument | Exception]:
         if not self.isolated:
-            return extract_path(path, self.limits, self.options)
-        if self._worker is None or not self._worker.alive:
-            self._worker = POOL.take(self.limits)
-        return self._worker.extract(path, self.options)
+            return list(extract_path(path, self.limits, self.options))
+        worker: Worker | None = getattr(self._local, "worker", None)
+        if worker is None or not worker.alive:
+            worker = POOL.take(self.limits)
+            self._local.worker = worker
+            with self._lock:
+                self._taken.append(worker)
+        return worker.extract(path, self.options)
+
+    def each(self, sources: Sequence[Path | IngestError]) -> Iterator[tuple[Path | IngestError, list[Any]]]:
+        """(source, its documents or failures), in the order of `sources`; a source that is already an error
+        comes back with no documents."""
+        if self.workers == 1 or len(sources) < 2:
+            for src in sources:
+                yield src, [] if isinstance(src, IngestError) else self(src)
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragd-extract") as pool:
+            ahead: deque[tuple[Path | IngestError, Future[list[Any]] | None]] = deque()
+            pending = iter(sources)
+            try:
+                for src in pending:
+                    ahead.append((src, None if isinstance(src, IngestError) else pool.submit(self, src)))
+                    if len(ahead) >= 2 * self.workers:  # a bounded look-ahead: memory stays flat
+                        first, future = ahead.popleft()
+                        yield first, future.result() if future is not None else []
+                while ahead:
+                    first, future = ahead.popleft()
+                    yield first, future.result() if future is not None else []
+            finally:
+                for _, future in ahead:
+                    if future is not None:
+                        future.cancel()
 
     def close(self) -> None:
-        if self._worker is not None:
-            POOL.give_back(self._worker)
-            self._worker = None
+        with self._lock:
+            taken, self._taken = self._taken, []
+        for worker in taken:
+            POOL.give_back(worker)
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 # -- preparation -------------------------------------------------------------------------------------
@@ -523,6 +565,7 @@ def run_ingest(
     near_duplicates: float | None = None,
     on_progress: Progress | None = None,
     uploads: Sequence[tuple[str, Path]] = (),
+    workers: int | None = None,
 ) -> IngestReport:
     """`uploads` are (name, file) pairs: each file is extracted like a path, but its documents are named by
     `name` (external id) and `upload:name` (source), not by where the file was spooled."""
@@ -539,7 +582,7 @@ def run_ingest(
         conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
                                           "collection_id": col.collection_id, "config": json.dumps(config)})
     stage = "extract"
-    extraction = _Extraction(col.settings, options)
+    extraction = _Extraction(col.settings, options, workers or col.settings.ingest_workers or default_workers())
     try:
         sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
         named = {path.resolve(): name for name, path in uploads}
@@ -562,12 +605,12 @@ def run_ingest(
                 _commit_isolating(col, state, batch, duplicates, started)
                 batch = []
 
-        for done, src in enumerate(sources, start=1):
+        for done, (src, extracted) in enumerate(extraction.each(sources), start=1):
             if isinstance(src, IngestError):
                 add(src, str(src).split(":")[0])
             else:
                 name = named.get(src.resolve())
-                for doc in extraction(src):
+                for doc in extracted:
                     if name is not None:
                         doc = _renamed(doc, src.resolve(), name)
                     # a failure names the path as walked, not a link's target
