@@ -152,16 +152,19 @@ WHERE b.collection_id = %(collection_id)s AND b.band_key = ANY(%(keys)s::bigint[
 GROUP BY m.doc_id, d.external_id, m.signature
 ORDER BY d.external_id"""
 
+# A new version's chunks and embeddings are written active: they are written in the transaction that activates
+# the version (and retires the old one), so no other session sees them before that commits, and activation does
+# not rewrite every row (and re-insert it into every index, the HNSW graph included) a second time.
 INSERT_CHUNK = """
 INSERT INTO chunks (chunk_id, tenant_id, collection_id, doc_id, doc_version_id, chunk_index, heading_path,
-                    chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes)
+                    chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes, is_active)
 VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(doc_id)s, %(doc_version_id)s, %(chunk_index)s,
         %(heading_path)s, %(chunk_type)s, %(content)s, %(content_hash)s, %(token_count)s, %(tags)s,
-        %(metadata)s, COALESCE(%(effective_at)s::timestamptz, now()), to_tsvector('english', %(search_text)s))"""
+        %(metadata)s, COALESCE(%(effective_at)s::timestamptz, now()), to_tsvector('english', %(search_text)s), true)"""
 
 INSERT_EMBEDDING = """
-INSERT INTO chunk_embeddings (chunk_id, tenant_id, collection_id, embed_model, embedding)
-VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(embed_model)s, %(embedding)s)"""
+INSERT INTO chunk_embeddings (chunk_id, tenant_id, collection_id, embed_model, embedding, is_active)
+VALUES (%(chunk_id)s, %(tenant_id)s, %(collection_id)s, %(embed_model)s, %(embedding)s, true)"""
 
 # Tags and metadata changed while the content did not: update the live chunks in place.
 UPDATE_CHUNK_TAGS = "UPDATE chunks SET tags = %(tags)s WHERE doc_version_id = %(doc_version_id)s"
@@ -200,9 +203,10 @@ RETIRE_VERSIONS = [
 
 ACTIVATE_VERSIONS = [
     "UPDATE document_versions SET is_active = true WHERE doc_version_id = ANY(%(versions)s)",
-    "UPDATE chunks SET is_active = true WHERE doc_version_id = ANY(%(versions)s)",
+    # (a new version's rows are written active; these reactivate an earlier version's)
+    "UPDATE chunks SET is_active = true WHERE doc_version_id = ANY(%(versions)s) AND NOT is_active",
     """UPDATE chunk_embeddings e SET is_active = true FROM chunks c
-       WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s)""",
+       WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND NOT e.is_active""",
     """INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
        SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
        FROM chunks c
