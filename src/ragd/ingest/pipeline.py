@@ -298,10 +298,7 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
     if not chunks:
         raise IngestError(f"{doc.external_id}: nothing to index after extraction")
     all_tags = tuple(sorted(set(doc.tags) | set(tags)))
-    signature = dedupe.signature(dedupe.document_text(doc))
     return _Prepared(
-        signature=signature,
-        band_keys=dedupe.band_keys(signature),
         item_index=index,
         doc=doc,
         doc_id=doc_id,
@@ -385,6 +382,9 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
     """Compare each new document with the stored active ones and with those accepted earlier in this run.
     At or above the threshold it is recorded as a duplicate (unless duplicates are kept); every pair found
     similar enough to be a candidate is recorded in the run with its score and the decision."""
+    for p in batch:  # only documents planned as new need a signature (MinHash is a third of preparing one)
+        p.signature = dedupe.signature(dedupe.document_text(p.doc))
+        p.band_keys = dedupe.band_keys(p.signature)
     keys = sorted({k for p in batch for k in p.band_keys})
     stored = [(dedupe.Known(doc, ext, dedupe.from_bytes(sig)), set(bands)) for doc, ext, sig, bands in
               conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "keys": keys})
