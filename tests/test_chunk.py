@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 from ragd.embed import default_token_counter
 from ragd.ingest.chunk import chunk_blocks
 from ragd.ingest.extract.markdown import markdown_blocks
@@ -71,3 +73,38 @@ def test_tables_split_between_rows_with_header_repeated() -> None:
 
 def test_normalize_is_locale_free_and_dehyphenates() -> None:
     assert normalize_text("Cafe\u0301  au\tlait\r\nexam-\nple\n\n\n\nend") == "Café au lait\nexample\n\nend"
+
+
+class _Tally:
+    """The real counter, tallying each text it encodes."""
+
+    def __init__(self) -> None:
+        self.seen: collections.Counter[str] = collections.Counter()
+
+    def count(self, text: str) -> int:
+        self.seen[text] += 1
+        return COUNTER.count(text)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        self.seen.update(texts)
+        return COUNTER.count_many(texts)
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        return COUNTER.offsets(text)
+
+
+def test_every_token_count_is_exact_and_each_text_is_encoded_once() -> None:
+    rows = "\n".join(f"| r{i} | {sentence(i)} | {i * 7} |" for i in range(70))
+    md = ("# Report\n\nShort intro.\n\n## Method\n\n" + "\n\n".join(sentence(i) for i in range(40))
+          + "\n\n- item one\n- item two\n\n```\ncode = 1\n```\n\n## Data\n\n| id | text | n |\n|---|---|---|\n"
+          + rows + "\n\n## Long\n\n" + " ".join(sentence(i) for i in range(150))
+          + "".join(f"\n\n## Part {i}\n\nPart {i} stands alone." for i in range(12)) + "\n\n## Empty heading\n")
+    tally = _Tally()
+    chunks, _ = chunk_blocks(markdown_blocks(md), ChunkPolicy(), tally)  # type: ignore[arg-type]
+    assert {"paragraph", "table"} <= {c.chunk_type for c in chunks} and len(chunks) > 20
+    for c in chunks:
+        assert c.token_count == COUNTER.count(c.content), c.content[:80]
+    # a chunk made of one unit (a paragraph under its own heading) reuses the unit's count: encoded once, not twice
+    alone = [c.content for c in chunks if c.content.endswith("stands alone.")]
+    assert len(alone) == 12
+    assert [tally.seen[text] for text in alone] == [1] * 12
