@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import ragd
 
 
@@ -222,3 +224,58 @@ def test_parallel_extraction_gives_the_same_result_as_one_worker(client: ragd.Ra
     assert three == one
     assert ("broken.pdf", "failed", "corrupt_document") in one[0] and len(one[1]) >= 10
     assert len(POOL._idle) >= min(before, 1) + 2  # three workers ran and were given back for the next run
+
+
+def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(settings: Any, name: str) -> None:
+    """Batches are embedded ahead on one thread while another writes: the provider failing there still stops the
+    run with its own error, the run is closed as failed, and every batch committed before stays whole."""
+    import http.server
+    import threading
+
+    import numpy as np
+
+    from ragd.embed import OpenAIEmbedder
+    from ragd.errors import ProviderError
+
+    served = {"requests": 0}
+
+    class Dying(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            served["requests"] += 1
+            if served["requests"] > 2:  # the first two batches embed, then the provider is gone
+                self.send_response(503)
+                self.end_headers()
+                return
+            data = [{"index": i, "embedding": (np.ones(4) / 2).tolist()} for i, _ in enumerate(body["input"])]
+            payload = json.dumps({"data": data}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dying)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    embedder = OpenAIEmbedder("dying", base_url=f"http://127.0.0.1:{server.server_port}/v1", dims=4,
+                              max_retries=0, backoff_s=0.01, timeout_s=5)
+    client = ragd.connect(settings=settings, embedder=embedder)
+    try:
+        col = client.collection(name)
+        docs = [{"id": f"d{i:03d}", "text": f"Document {i} is about topic {i % 7} and nothing else."}
+                for i in range(64 * 5)]
+        with pytest.raises(ProviderError, match="HTTP 503"):
+            col.ingest(documents=docs)
+        stored = {d["external_id"] for d in col.documents(limit=1000)}
+        assert stored == {f"d{i:03d}" for i in range(128)}  # the two batches embedded before, whole and in order
+        assert all(d["chunk_count"] == 1 for d in col.documents(limit=1000))
+        found = {h.external_id for h in col.search("topic 3", k=50, fusion="lexical")}
+        assert found and found <= stored
+        run = next(r for r in col.runs(100) if r["collection"] == name)
+        assert run["status"] == "failed" and "503" in run["error"]
+    finally:
+        client.close()
+        server.shutdown()

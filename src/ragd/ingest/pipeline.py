@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import psycopg
@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str], None]
 Duplicates = Literal["skip", "keep"]
 BATCH_DOCS = 64
+# failures that are not a document's fault: they stop the run instead of failing its items one by one
+STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable"})
 
 
 @dataclass
@@ -70,6 +72,7 @@ class _Prepared:
     metadata: dict[str, Any]
     signature: np.ndarray | None = None
     band_keys: list[int] = field(default_factory=list)
+    artifact_uri: str | None = None  # written ahead, before the commit
     action: str = "new"
     version_id: uuid.UUID | None = None
     version_number: int = 1
@@ -313,18 +316,38 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
 # -- embedding with the cache ------------------------------------------------------------------------
 
 
-def embed_cached(col: Collection, texts: Sequence[str], state: _RunState) -> np.ndarray:
+class _Tally(Protocol):
+    embedded: int
+    cache_hits: int
+
+
+@dataclass
+class _Ahead:
+    """A batch's vectors embedded before its commit (by content hash), and what that took."""
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    embedded: int = 0
+    cache_hits: int = 0
+    counted: bool = False  # added to the run's figures once, even when the commit is retried item by item
+
+
+def embed_cached(col: Collection, texts: Sequence[str], tally: _Tally,
+                 ahead: _Ahead | None = None) -> np.ndarray:
     """Vectors for texts in order; each distinct text is embedded at most once per model, ever. The model runs
-    outside any transaction: the cache is read in one short transaction and written in another."""
+    outside any transaction: the cache is read in one short transaction and written in another. Texts found in
+    `ahead` are taken from it."""
     if not texts:
         return np.zeros((0, col.dims), dtype=np.float32)
     hashes = [sha256_text(t) for t in texts]
     found: dict[str, np.ndarray] = {}
-    with col.store.tenant(col.tenant) as conn:
-        rows = conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model,
-                                                   "hashes": sorted(set(hashes))}).fetchall()
-    for h, vec in rows:
-        found[h] = np.asarray(vec.to_numpy() if hasattr(vec, "to_numpy") else vec, dtype=np.float32)
+    if ahead is not None:
+        found = {h: ahead.vectors[h] for h in hashes if h in ahead.vectors}
+    wanted = sorted(set(hashes) - set(found))
+    if wanted:
+        with col.store.tenant(col.tenant) as conn:
+            rows = conn.execute(queries.CACHE_LOOKUP, {"embed_model": col.embed_model, "hashes": wanted}).fetchall()
+        for h, vec in rows:
+            found[h] = np.asarray(vec.to_numpy() if hasattr(vec, "to_numpy") else vec, dtype=np.float32)
+        tally.cache_hits += len(rows)
     missing: dict[str, str] = {}
     for h, t in zip(hashes, texts):
         if h not in found and h not in missing:
@@ -339,9 +362,27 @@ def embed_cached(col: Collection, texts: Sequence[str], state: _RunState) -> np.
                  for h, v in zip(missing, vectors)],
             )
         found.update(zip(missing, vectors))
-    state.embedded += len(missing)
-    state.cache_hits += len(set(hashes)) - len(missing)
+    tally.embedded += len(missing)
     return np.stack([found[h] for h in hashes])
+
+
+def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
+    """Embed a batch while the batch before it is written, with the rest of a new version's work that needs no
+    decision: its MinHash signature and its artifact (content-addressed: named by the version id, which the
+    content decides). Documents stored with this content already are left out; the commit plans again and does
+    whatever it needs that is not done here."""
+    doc_ids = sorted({p.doc_id for p in batch}, key=str)
+    with col.store.tenant(col.tenant) as conn:
+        stored = {row[0]: row[5] for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
+    fresh = [p for p in batch if stored.get(p.doc_id) != p.content_hash]
+    for p in fresh:
+        _sign(p)
+        p.artifact_uri = col.write_artifact(make_version_id(p.doc_id, p.content_hash), p.doc)
+    texts = [c.search_text for p in fresh for c in p.chunks]
+    ahead = _Ahead()
+    vectors = embed_cached(col, texts, ahead)
+    ahead.vectors = {sha256_text(t): v for t, v in zip(texts, vectors)}
+    return ahead
 
 
 # -- planning and writing ----------------------------------------------------------------------------
@@ -383,8 +424,7 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
     At or above the threshold it is recorded as a duplicate (unless duplicates are kept); every pair found
     similar enough to be a candidate is recorded in the run with its score and the decision."""
     for p in batch:  # only documents planned as new need a signature (MinHash is a third of preparing one)
-        p.signature = dedupe.signature(dedupe.document_text(p.doc))
-        p.band_keys = dedupe.band_keys(p.signature)
+        _sign(p)
     keys = sorted({k for p in batch for k in p.band_keys})
     stored = [(dedupe.Known(doc, ext, dedupe.from_bytes(sig)), set(bands)) for doc, ext, sig, bands in
               conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "keys": keys})
@@ -407,9 +447,15 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
         state.near_index.add(dedupe.Known(p.doc_id, p.doc.external_id, p.signature), p.band_keys)
 
 
+def _sign(p: _Prepared) -> None:
+    if p.signature is None:
+        p.signature = dedupe.signature(dedupe.document_text(p.doc))
+        p.band_keys = dedupe.band_keys(p.signature)
+
+
 def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vectors: np.ndarray) -> None:
     assert p.version_id is not None
-    artifact = col.write_artifact(p.version_id, p.doc)
+    artifact = p.artifact_uri if p.artifact_uri is not None else col.write_artifact(p.version_id, p.doc)
     effective = p.metadata.get("effective_at")
     conn.execute(queries.INSERT_VERSION, {
         "doc_version_id": p.version_id, "tenant_id": col.tenant, "doc_id": p.doc_id,
@@ -461,11 +507,15 @@ def _item_row(col: Collection, run_id: uuid.UUID, index: int, o: ItemOutcome) ->
 
 
 def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
-            started: float) -> None:
+            started: float, ahead: _Ahead | None = None) -> None:
     with col.store.tenant(col.tenant) as conn:
         _plan(conn, col, batch, duplicates, state)
+    if ahead is not None and not ahead.counted:
+        ahead.counted = True
+        state.embedded += ahead.embedded
+        state.cache_hits += ahead.cache_hits
     todo = [p for p in batch if p.action == "new"]
-    vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state)
+    vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state, ahead)
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
         activate: list[uuid.UUID] = []
         changing: list[uuid.UUID] = []
@@ -514,12 +564,12 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
 
 
 def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
-                      started: float) -> None:
+                      started: float, ahead: _Ahead | None = None) -> None:
     """Commit a batch; if it fails, commit its documents one by one so one bad item fails alone."""
     if not batch:
         return
     try:
-        _commit(col, state, batch, duplicates, started)
+        _commit(col, state, batch, duplicates, started, ahead)
         return
     except Exception as exc:  # of any kind: isolate the item that caused it
         if len(batch) == 1:
@@ -530,12 +580,74 @@ def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared],
                                                    external_id=p.doc.external_id, doc_id=p.doc_id,
                                                    reason=storable(f"store: {str(exc).strip()}"), error_code=code))
             return
-        if isinstance(exc, RagdError) and exc.code in ("provider_unavailable", "model_not_available",
-                                                        "dimension_mismatch", "database_unavailable"):
+        if isinstance(exc, RagdError) and exc.code in STOP_CODES:
             raise  # not the documents' fault: stop the run
     for p in batch:
         p.action, p.reason, p.version_id = "new", None, None
-        _commit_isolating(col, state, [p], duplicates, started)
+        _commit_isolating(col, state, [p], duplicates, started, ahead)
+
+
+class _Stages:
+    """Committed batches go through two threads: one embeds a batch while the other writes the batch before it,
+    so the model, the database and the extraction of the next files work at once. One thread writes, in the
+    order things were handed over (items that failed before the store included), so the run's outcomes, ids and
+    rows are the same as one step after another; at most two batches wait, so memory stays flat."""
+
+    def __init__(self) -> None:
+        self._embedder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragd-embed")
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragd-write")
+        self._commits: deque[Future[None]] = deque()
+        self._calls: deque[Future[None]] = deque()
+        self._error: BaseException | None = None
+
+    def commit(self, embed: Callable[[], _Ahead], write: Callable[[_Ahead | None], None]) -> None:
+        ahead = self._embedder.submit(embed)
+
+        def written() -> None:
+            try:
+                vectors = ahead.result()
+            except Exception as exc:
+                if isinstance(exc, RagdError) and exc.code in STOP_CODES:
+                    raise
+                vectors = None  # the commit embeds for itself, and a bad document fails alone there
+            write(vectors)
+
+        self._commits.append(self._writer.submit(self._unless_failed, written))
+        while len(self._commits) > 2:
+            self._commits.popleft().result()
+        self._check()
+
+    def call(self, fn: Callable[[], None]) -> None:
+        """Run fn on the writing thread, after everything handed over before it."""
+        self._calls.append(self._writer.submit(self._unless_failed, fn))
+        self._check()
+
+    def _unless_failed(self, fn: Callable[[], Any]) -> Any:
+        if self._error is not None:
+            raise self._error
+        try:
+            return fn()
+        except BaseException as exc:
+            self._error = exc
+            raise
+
+    def _check(self) -> None:
+        while self._calls and self._calls[0].done():
+            self._calls.popleft().result()
+        if self._error is not None:
+            raise self._error
+
+    def drain(self) -> None:
+        """Wait for everything handed over; raise what failed."""
+        for pending in (self._commits, self._calls):
+            while pending:
+                pending.popleft().result()
+        self._check()
+
+    def close(self) -> None:
+        """Stop taking work; a batch being written finishes (its transaction commits or rolls back whole)."""
+        self._embedder.shutdown(wait=True, cancel_futures=True)
+        self._writer.shutdown(wait=True, cancel_futures=True)
 
 
 def _fail(state: _RunState, index: int, outcome: ItemOutcome) -> None:
@@ -583,6 +695,7 @@ def run_ingest(
                                           "collection_id": col.collection_id, "config": json.dumps(config)})
     stage = "extract"
     extraction = _Extraction(col.settings, options, workers or col.settings.ingest_workers or default_workers())
+    stages = _Stages()
     try:
         sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
         named = {path.resolve(): name for name, path in uploads}
@@ -591,18 +704,24 @@ def run_ingest(
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
 
+        def commit(full: list[_Prepared]) -> None:
+            stages.commit(lambda: _ahead(col, full),
+                          lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
+
         def add(doc: ExtractedDocument | Exception, uri: str) -> None:
             nonlocal batch
             index = state.take_index()
             if isinstance(doc, Exception):
-                _fail(state, index, _failure(uri, doc))
+                failure = _failure(uri, doc)
+                stages.call(lambda: _fail(state, index, failure))
                 return
             try:
                 batch.append(prepare(col, doc, index, tags, metadata or {}))
             except Exception as exc:  # of any kind: this item fails, the run goes on
-                _fail(state, index, _failure(doc.source_uri, exc))
+                failure = _failure(doc.source_uri, exc)
+                stages.call(lambda: _fail(state, index, failure))
             if len(batch) >= BATCH_DOCS:
-                _commit_isolating(col, state, batch, duplicates, started)
+                commit(batch)
                 batch = []
 
         for done, (src, extracted) in enumerate(extraction.each(sources), start=1):
@@ -622,13 +741,17 @@ def run_ingest(
             if on_progress:
                 on_progress(done, total, doc.external_id)
         stage = "store"
-        _commit_isolating(col, state, batch, duplicates, started)
+        if batch:
+            commit(batch)
+        stages.drain()
         if state.pending:
             _flush_pending(col, state, started)
     except BaseException as exc:
+        stages.close()  # nothing writes while the run is closed as failed
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
         raise
     finally:
+        stages.close()
         extraction.close()
     outcomes = state.outcomes
     failed = sum(1 for o in outcomes if o.status == "failed")
