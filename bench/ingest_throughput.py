@@ -1,7 +1,7 @@
 """Ingest throughput: documents/s and chunks/s for the hashing and the ONNX embedders, with peak memory.
 
     python bench/ingest_throughput.py [--docs-hash 5183] [--docs-onnx 1000] [--files 1000] [--real-docs]
-                                      [--workers 1,2]
+                                      [--workers 1,2] [--long-pages 300]
 
 Corpus: BEIR SciFact (../shared/data/beir/scifact/corpus.jsonl), ingested through the Python API into a fresh
 embedded server. A second, unchanged ingest measures the no-op path (dedupe by content hash).
@@ -10,11 +10,16 @@ embedded server. A second, unchanged ingest measures the no-op path (dedupe by c
 in the worker process (the default: time and memory limits per item) and in-process, alternating, so the cost
 of the isolation is a ratio within one run. With `--real-docs`, the real documents (PDF, Office, scans, the ICDAR
 table PDFs) are also ingested with 1..N files extracted at once (`--workers`), alternating.
+
+`long`: one long dense PDF made of real pages (the Federal Register issue, the IBM Redbook sample, the 20-page
+report and the ICDAR reports, repeated to `--long-pages`): text-layer pages/s extracted on one core, then the
+same file ingested end to end, with the worker's peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -87,6 +92,49 @@ def parallel(label: str, paths: list[Path], workers: list[int], rounds: int) -> 
               f"{best:6.1f} s, {base / best:.2f}x)")
 
 
+LONG_SOURCES = ["pdfplumber/federal-register-2020-17221.pdf", "docling/pdf/sources/redp5110_sampled.pdf",
+                "synthetic/long_report.pdf", "tables/icdar2013/us-001.pdf", "tables/icdar2013/eu-001.pdf"]
+
+
+def long_pdf(pages: int, path: Path) -> int:
+    """A PDF of `pages` real pages (the sources in turn, repeated); returns the page count written."""
+    import pypdfium2 as pdfium
+
+    out = pdfium.PdfDocument.new()
+    sources = [pdfium.PdfDocument(DATA / "docs" / name) for name in LONG_SOURCES if (DATA / "docs" / name).exists()]
+    while len(out) < pages:
+        for src in sources:
+            take = min(len(src), pages - len(out))
+            if take <= 0:
+                break
+            out.import_pages(src, list(range(take)))
+    out.save(path)
+    return len(out)
+
+
+def long(pages: int) -> None:
+    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
+
+    with tempfile.TemporaryDirectory(prefix="ragd-bench-long-") as tmp:
+        path = Path(tmp) / "long.pdf"
+        n = long_pdf(pages, path)
+        source = Source(path=path, data=path.read_bytes(), external_id=str(path), source_uri=path.as_uri())
+        t0 = time.perf_counter()
+        docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
+        extract_s = time.perf_counter() - t0
+        assert not isinstance(docs[0], Exception), docs[0]
+        with private_ragd("hash") as client:
+            col = client.collection("long")
+            t0 = time.perf_counter()
+            report = col.ingest([path], workers=1)
+            ingest_s = time.perf_counter() - t0
+        assert not report.failed, report.failed
+        worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"long PDF {n} pages ({path.stat().st_size / 1e6:.1f} MB): extraction on one core {n / extract_s:6.1f} "
+              f"pages/s ({extract_s:6.1f} s); ingest end to end {n / ingest_s:6.1f} pages/s ({ingest_s:6.1f} s, "
+              f"{report.chunks} chunks); peak RSS this process {peak_rss_mb():.0f} MB, worker {worker_mb:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs-hash", type=int, default=5183)
@@ -95,16 +143,25 @@ def main() -> None:
     parser.add_argument("--real-docs", action="store_true",
                         help="also the real documents of shared/data/docs (PDF, Office, scans), worker vs in-process")
     parser.add_argument("--workers", default="1,2", help="extraction worker counts to compare on the real documents")
+    parser.add_argument("--long-pages", type=int, default=300, help="pages of the long dense PDF (0: skip)")
+    parser.add_argument("--only", choices=["files", "real", "long", "hash", "onnx"], action="append",
+                        help="run only these parts (repeatable)")
     args = parser.parse_args()
-    files(args.files)
-    if args.real_docs:
+    only = set(args.only or ["files", "real", "long", "hash", "onnx"])
+    if args.long_pages and "long" in only:
+        long(args.long_pages)
+    if "files" in only:
+        files(args.files)
+    if args.real_docs or "real" in (args.only or []):
         docs = DATA / "docs"
         real = [docs / "docling" / "pdf" / "sources", docs / "synthetic", docs / "pdfplumber"]
         isolation_cost("real documents", real, rounds=2)
         parallel("real documents", [*real, docs / "tables" / "icdar2013"],
                  [int(n) for n in args.workers.split(",")], rounds=2)
-    run("hash", args.docs_hash)
-    run("bge-small-en", args.docs_onnx)
+    if "hash" in only:
+        run("hash", args.docs_hash)
+    if "onnx" in only:
+        run("bge-small-en", args.docs_onnx)
 
 
 if __name__ == "__main__":
