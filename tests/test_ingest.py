@@ -279,3 +279,18 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
     finally:
         client.close()
         server.shutdown()
+
+
+def test_near_duplicate_threshold_one_turns_the_check_off_but_keeps_signatures(client: ragd.Ragd, name: str) -> None:
+    """1.0 is documented as off: a document whose words equal another's (signature similarity 1.0) is ingested,
+    no pair is compared or recorded; its signature is still stored, so a later run with the check on finds it."""
+    col = client.collection(name)
+    words = " ".join(f"word{i}" for i in range(60))
+    first = col.ingest(documents=[{"id": "a", "text": f"{words}."}], near_duplicates=1.0)
+    same_words = col.ingest(documents=[{"id": "b", "text": f"{words.upper()}!"}], near_duplicates=1.0)
+    assert [i.status for i in first.items + same_words.items] == ["ingested", "ingested"]
+    assert col.run(str(same_words.run_id))["stats"]["near_duplicates"] == []
+    checked = col.ingest(documents=[{"id": "c", "text": f"{words}?"}], near_duplicates=0.9)
+    assert checked.items[0].status == "duplicate" and "near-duplicate of a" in (checked.items[0].reason or "")
+    decision = col.run(str(checked.run_id))["stats"]["near_duplicates"][0]
+    assert decision["similar_to"] == "a" and decision["similarity"] == 1.0 and decision["decision"] == "duplicate"

@@ -425,6 +425,8 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
     similar enough to be a candidate is recorded in the run with its score and the decision."""
     for p in batch:  # only documents planned as new need a signature (MinHash is a third of preparing one)
         _sign(p)
+    if state.near_threshold >= 1.0:
+        return  # the check is off: signatures are stored for later runs, nothing is compared
     keys = sorted({k for p in batch for k in p.band_keys})
     stored = [(dedupe.Known(doc, ext, dedupe.from_bytes(sig)), set(bands)) for doc, ext, sig, bands in
               conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "keys": keys})
@@ -479,10 +481,6 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vec
     with conn.cursor() as cur:
         cur.executemany(queries.INSERT_CHUNK, rows)
         cur.executemany(queries.INSERT_EMBEDDING, embeddings)
-    if p.signature is not None:
-        ids = {"doc_version_id": p.version_id, "tenant_id": col.tenant, "collection_id": col.collection_id}
-        conn.execute(queries.INSERT_MINHASH, {**ids, "doc_id": p.doc_id, "signature": dedupe.to_bytes(p.signature)})
-        conn.execute(queries.INSERT_MINHASH_BANDS, {**ids, "keys": p.band_keys})
 
 
 def _outcome(p: _Prepared) -> ItemOutcome:
@@ -538,6 +536,15 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             changing.append(p.doc_id)
             assert p.version_id is not None
             activate.append(p.version_id)
+        signed = [p for p in batch if p.action == "new" and p.signature is not None]
+        if signed:  # every new version's signature and LSH bands, in two statements for the batch
+            ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
+            conn.execute(queries.INSERT_MINHASH, {
+                **ids, "versions": [p.version_id for p in signed], "doc_ids": [p.doc_id for p in signed],
+                "signatures": [dedupe.to_bytes(p.signature) for p in signed if p.signature is not None]})
+            conn.execute(queries.INSERT_MINHASH_BANDS, {
+                **ids, "versions": [p.version_id for p in signed for _ in p.band_keys],
+                "keys": [k for p in signed for k in p.band_keys]})
         written = sorted({p.doc_id for p in batch if p.action in ("new", "reactivate", "labels")}, key=str)
         if written:
             conn.execute(queries.CLEAR_FILTER_VALUES, {"doc_ids": written})
