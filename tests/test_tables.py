@@ -156,3 +156,38 @@ def test_a_ruled_table_with_an_open_stub_and_last_column_keeps_both() -> None:
                                                          "33 500", "33 000"]
     assert _row(tables, "Polytechnics") == ["Polytechnics", "20 527", "20 922", "22 083"]
     assert len(tables) == 4
+
+
+@pytest.mark.parametrize("name", [
+    "pdfplumber/federal-register-2020-17221.pdf",  # dense three-column text
+    "tables/icdar2013/eu-012.pdf",  # ruled tables
+    "tables/camelot/superscript.pdf",  # raised marks, two fonts
+    "pdfplumber/issue-71-duplicate-chars-2.pdf",  # glyphs drawn twice
+    "docling/pdf/sources/redp5110_sampled.pdf",  # a book, images, a page read by OCR
+    "synthetic/twocol.pdf",
+])
+def test_fast_pages_read_exactly_what_pdfplumber_reads(name: str) -> None:
+    """FastPage builds each character's dict itself: every object of every page equals pdfplumber's own."""
+    import io
+
+    import pdfplumber
+
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    path = DATA / "docs" / name
+    if not path.exists():  # the camelot set names files as camelot does
+        path = next((DATA / "docs" / "tables" / "camelot").rglob(Path(name).name))
+    data = path.read_bytes()
+    with pdfplumber.open(io.BytesIO(data)) as plain, FastPDF.open(io.BytesIO(data)) as fast:
+        assert len(fast.pages) == len(plain.pages)
+        chars = 0
+        for ours, theirs in zip(fast.pages, plain.pages):
+            assert type(ours).__name__ == "FastPage"
+            assert ours.chars == theirs.chars
+            for kind in set(ours.objects) | set(theirs.objects):  # an image's stream and colour space are objects
+                assert ([{k: v for k, v in o.items() if k not in ("stream", "colorspace")}  # of their document
+                         for o in ours.objects.get(kind, [])]
+                        == [{k: v for k, v in o.items() if k not in ("stream", "colorspace")}
+                            for o in theirs.objects.get(kind, [])])
+            chars += len(ours.chars)
+        assert chars > 100

@@ -524,11 +524,12 @@ class PdfExtractor:
     source_type = "pdf"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
-        import pdfplumber
         from pdfplumber.utils.exceptions import PdfminerException
 
+        from .pdfpages import FastPDF
+
         try:
-            pdf = pdfplumber.open(io.BytesIO(source.data))
+            pdf = FastPDF.open(io.BytesIO(source.data))
             pages = pdf.pages
         except PdfminerException as exc:
             yield _open_error(source, exc)
