@@ -21,22 +21,32 @@ from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 
 
-def _plain(value: Any) -> bool:
-    """A number, a string, None or a tuple of them (a character's matrix): what resolve_all returns unchanged."""
-    kind = type(value)
-    return kind in _PLAIN or (kind is tuple and all(type(v) in _PLAIN for v in value))
+_DECODED: dict[Any, str] = {}  # colour space names, decoded once
+
+
+def _plain(key: str, value: Any) -> bool:
+    """What resolve_all returns unchanged (or an equal copy of): a number, a string, None, a character's matrix
+    (six numbers pdfminer computed)."""
+    return type(value) in _PLAIN or key == "matrix"
+
+
+def _decoded(name: Any) -> str:
+    text = _DECODED.get(name)
+    if text is None:
+        text = _DECODED[name] = resolve_and_decode(name)
+    return text
 
 
 class FastPage(Page):
     def process_object(self, obj: LTItem) -> dict[str, Any]:
         if type(obj) is not LTChar:
             return super().process_object(obj)
-        attr = {k: v if _plain(v) else resolve_all(v) for k, v in obj.__dict__.items() if k in ALL_ATTRS}
+        attr = {k: v if _plain(k, v) else resolve_all(v) for k, v in obj.__dict__.items() if k in ALL_ATTRS}
         attr["object_type"] = "char"
         attr["page_number"] = self.page_number
         for cs in ("ncs", "scs"):
             if hasattr(obj, cs):
-                attr[cs] = resolve_and_decode(getattr(obj, cs).name)
+                attr[cs] = _decoded(getattr(obj, cs).name)
         text = obj.get_text()
         attr["text"] = normalize_unicode(self.pdf.unicode_norm, text) if self.pdf.unicode_norm is not None else text
         gs = obj.graphicstate
