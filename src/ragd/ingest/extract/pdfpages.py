@@ -8,6 +8,7 @@ real PDFs, so a pdfplumber release that changes its dicts is caught."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 from unicodedata import normalize as normalize_unicode
 
@@ -21,20 +22,16 @@ from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 
 
-_DECODED: dict[Any, str] = {}  # colour space names, decoded once
-
-
 def _plain(key: str, value: Any) -> bool:
     """What resolve_all returns unchanged (or an equal copy of): a number, a string, None, a character's matrix
     (six numbers pdfminer computed)."""
     return type(value) in _PLAIN or key == "matrix"
 
 
+@lru_cache(maxsize=256)
 def _decoded(name: Any) -> str:
-    text = _DECODED.get(name)
-    if text is None:
-        text = _DECODED[name] = resolve_and_decode(name)
-    return text
+    """A colour space's name, decoded once (pages name a handful; the cache is bounded for hostile files)."""
+    return str(resolve_and_decode(name))
 
 
 class FastPage(Page):
