@@ -6,7 +6,7 @@ import json
 import resource
 import statistics
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +27,17 @@ def scifact_docs(limit: int | None = None) -> list[dict[str, object]]:
             if limit and len(docs) >= limit:
                 break
     return docs
+
+
+def chunk_texts(docs: Sequence[Mapping[str, object]]) -> list[str]:
+    """The texts ragd embeds for in-memory documents (each chunk's search text, default chunk policy), in order."""
+    from ragd.embed import default_token_counter
+    from ragd.engine import _document_from_mapping
+    from ragd.ingest.chunk import chunk_blocks
+    from ragd.types import ChunkPolicy
+
+    counter, policy = default_token_counter(), ChunkPolicy()
+    return [c.search_text for d in docs for c in chunk_blocks(_document_from_mapping(d).blocks, policy, counter)[0]]
 
 
 def scifact_queries() -> list[str]:

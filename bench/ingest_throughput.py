@@ -24,20 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import DATA, peak_rss_mb, private_ragd, scifact_docs
+from _common import DATA, chunk_texts, peak_rss_mb, private_ragd, scifact_docs
 
 import ragd
 
 
 def raw_embedder(embedder: str, docs: list[dict[str, object]]) -> float:
     """Texts/s of the embedder alone over the texts ragd embeds for these documents (its chunks' search text)."""
-    from ragd.embed import default_token_counter, make_embedder
-    from ragd.engine import _document_from_mapping
-    from ragd.ingest.chunk import chunk_blocks
-    from ragd.types import ChunkPolicy
+    from ragd.embed import make_embedder
 
-    texts = [c.search_text for d in docs
-             for c in chunk_blocks(_document_from_mapping(d).blocks, ChunkPolicy(), default_token_counter())[0]]
+    texts = chunk_texts(docs)
     model = make_embedder(embedder)
     model.embed_documents(texts[:16])  # load the model first
     t0 = time.perf_counter()
@@ -154,7 +150,7 @@ def long(pages: int) -> None:
             ingest_s = time.perf_counter() - t0
         assert not report.failed, report.failed
         worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        ocr = len(docs[0].metadata.get("ocr_pages") or [])  # type: ignore[union-attr]
+        ocr = len(docs[0].metadata.get("ocr_pages") or [])
         print(f"long PDF {n} pages ({path.stat().st_size / 1e6:.1f} MB, {ocr} read by OCR: glyphs without a Unicode "
               f"map for pdfminer): extraction on one core {n / extract_s:6.1f} "
               f"pages/s ({extract_s:6.1f} s); ingest end to end {n / ingest_s:6.1f} pages/s ({ingest_s:6.1f} s, "

@@ -33,16 +33,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from _common import SCIFACT, pct, peak_rss_mb, private_ragd  # noqa: E402
+from _common import SCIFACT, chunk_texts, pct, peak_rss_mb, private_ragd, scifact_docs  # noqa: E402
 
-from ragd.embed import OnnxEmbedder, default_token_counter  # noqa: E402
+from ragd.embed import OnnxEmbedder  # noqa: E402
 from ragd.embed.base import Vectors  # noqa: E402
-from ragd.engine import _document_from_mapping, retrieve  # noqa: E402
+from ragd.engine import retrieve  # noqa: E402
 from ragd.eval import metrics  # noqa: E402
 from ragd.eval.datasets import load_beir  # noqa: E402
 from ragd.eval.runner import plan_overrides  # noqa: E402
-from ragd.ingest.chunk import chunk_blocks  # noqa: E402
-from ragd.types import ChunkPolicy  # noqa: E402
 
 VENV = HERE.parent / ".venv-peers"
 CACHE = HERE.parent / "results" / "peers"
@@ -163,18 +161,10 @@ def main() -> None:
     systems = args.systems.split(",")
 
     dataset = load_beir(SCIFACT)
-    docs = []
-    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            docs.append({"id": str(rec["_id"]), "title": str(rec["title"]), "text": str(rec["text"])})
-            if args.docs and len(docs) >= args.docs:
-                break
+    docs = [{k: str(v) for k, v in d.items()} for d in scifact_docs(args.docs)]
     # the text a framework is given is the text ragd embeds for a one-chunk document: the title, a blank line, the body
     peer_texts = [f"{d['title']}\n\n{d['text']}" if d["title"] else d["text"] for d in docs]
-    counter, policy = default_token_counter(), ChunkPolicy()
-    ragd_texts = [c.search_text for d in docs
-                  for c in chunk_blocks(_document_from_mapping(d).blocks, policy, counter)[0]]
+    ragd_texts = chunk_texts(docs)
     vectors = embed_once(sorted(set(peer_texts) | set(ragd_texts)), "scifact-docs")
     query_vectors = embed_once(list(dataset.queries.values()), "scifact-queries", query=True)
     python = peers_venv() if any(s in PEERS for s in systems) else None
