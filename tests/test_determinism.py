@@ -45,3 +45,31 @@ def test_fresh_database_gives_identical_ids_and_order(settings: Settings, base_u
 def test_chunking_is_stable(tmp_path: Path) -> None:
     text = (SAMPLES / "parental-leave.md").read_text()
     assert ragd.chunk(text) == ragd.chunk(text)
+
+
+def test_minhash_signatures_are_pinned_and_equal_the_plain_shingle_computation() -> None:
+    """Stored signatures are compared with new ones run after run, so they must not move: fixed values for one
+    text, and on texts with accents, CJK, ligatures, fewer than five words and more shingles than one block, the
+    same values as datasketch's MinHash (affine32) over the plain five-words-joined shingles."""
+    from datasketch import MinHash
+
+    from ragd.ingest import dedupe
+
+    sig = dedupe.signature("The quick brown fox jumps over the lazy dog, twice: the quick brown fox jumps again.")
+    assert [int(v) for v in sig[:6]] == [126542272, 158935461, 112788019, 729940982, 1265035740, 208335525]
+    assert dedupe.band_keys(sig)[:2] == [-9014675978610371440, 7635462042783292457]
+
+    def plain(text: str) -> list[int]:
+        words = [w.lower() for w in dedupe._WORD.findall(text)]
+        n = dedupe.SHINGLE
+        shingles = {" ".join(words[i : i + n]).encode() for i in range(max(1, len(words) - n + 1))}
+        m = MinHash(num_perm=dedupe.NUM_PERM, seed=dedupe.SEED, scheme="affine32")  # a test dependency only
+        m.update_batch(sorted(shingles))
+        return [int(v) for v in m.hashvalues]
+
+    texts = ["", "one", "one two three four five", "one two three four five six",
+             "Straße ÉCOLE naïve café résumé über 北京 大学 x y z", "İstanbul ǅ ﬁnance   spaced\twords\nand lines",
+             (SAMPLES / "parental-leave.md").read_text(encoding="utf-8"),
+             " ".join(f"word{i % 9000} w{i % 7}" for i in range(12000))]  # > one block of shingles
+    for text in texts:
+        assert [int(v) for v in dedupe.signature(text)] == plain(text), text
