@@ -3,8 +3,10 @@ real tokenizer, tables split only between rows with the header repeated in every
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
+import functools
 import io
 import re
 from collections.abc import Sequence
@@ -136,15 +138,14 @@ def summarize(text: str, kind: str, meta: dict[str, Any]) -> str:
 
 def keywords(text: str, n: int = KEYWORDS) -> list[str]:
     """The chunk's most frequent content words (stop words and bare numbers out), ties by first appearance."""
-    counts: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for position, match in enumerate(_KEYWORD.finditer(text)):
-        word = match.group(0).lower()
-        if word in _STOPWORDS or len(word) < 3 or word.replace(".", "").replace(",", "").isdigit():
-            continue
-        counts[word] = counts.get(word, 0) + 1
-        first.setdefault(word, position)
-    return sorted(counts, key=lambda w: (-counts[w], first[w]))[:n]
+    counts = collections.Counter(map(str.lower, _KEYWORD.findall(text)))  # counted in C, in first-appearance order
+    words = [w for w in counts if _content_word(w)]  # each distinct word tested once
+    return sorted(words, key=lambda w: -counts[w])[:n]  # sorted is stable: ties stay in first-appearance order
+
+
+@functools.lru_cache(maxsize=65536)
+def _content_word(word: str) -> bool:
+    return not (word in _STOPWORDS or len(word) < 3 or word.replace(".", "").replace(",", "").isdigit())
 
 
 def _sentences(text: str) -> list[str]:

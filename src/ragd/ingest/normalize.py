@@ -9,7 +9,8 @@ from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\ufeff]")
 _HYPHEN_BREAK = re.compile(r"(\w)-\n(?=[a-z])")
-_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+# runs that fold to one space: two or more blanks, or one blank other than a space (a lone space is left alone)
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]{2,}|[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _BLANK_LINES = re.compile(r"\n{3,}")
 # PostgreSQL text and jsonb hold neither NUL nor UTF-16 surrogates (which Python strings can carry: a file name's
 # undecodable bytes, a JSON "\\ud800" escape).
@@ -21,7 +22,8 @@ def normalize_text(text: str) -> str:
     text = unicodedata.normalize("NFC", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n\n")
     text = _CONTROL.sub("", text)
-    text = _HYPHEN_BREAK.sub(r"\1", text)
+    if "-\n" in text:
+        text = _HYPHEN_BREAK.sub(r"\1", text)
     lines = [_fold_line(line) for line in text.split("\n")]
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
 
