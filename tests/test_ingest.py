@@ -12,7 +12,8 @@ import ragd
 
 
 def lexical_stats_consistent(client: ragd.Ragd, col: ragd.Collection) -> None:
-    """The maintained BM25 statistics equal a recount over the active chunks."""
+    """The maintained BM25 statistics equal a recount over the active chunks; no posting or LSH band key outlives
+    its chunk or signature (neither table has a foreign key to clean up after it)."""
     with client.store.tenant(col.tenant) as conn:
         stats = conn.execute("SELECT n_chunks, total_len FROM lexical_stats WHERE collection_id = %s",
                              (col.collection_id,)).fetchone()
@@ -28,6 +29,13 @@ def lexical_stats_consistent(client: ragd.Ragd, col: ragd.Collection) -> None:
             "WHERE collection_id = %(c)s GROUP BY term) p ON p.term = t.term AND t.collection_id = %(c)s "
             "WHERE (t.collection_id = %(c)s OR t.collection_id IS NULL) AND t.df IS DISTINCT FROM p.n",
             {"c": col.collection_id}).fetchone()[0]
+        orphans = conn.execute(
+            "SELECT (SELECT count(*) FROM lexical_postings p WHERE p.collection_id = %(c)s "
+            "        AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = p.chunk_id)), "
+            "       (SELECT count(*) FROM document_minhash_bands b WHERE b.collection_id = %(c)s "
+            "        AND NOT EXISTS (SELECT 1 FROM document_minhash m WHERE m.doc_version_id = b.doc_version_id))",
+            {"c": col.collection_id}).fetchone()
+    assert tuple(orphans) == (0, 0)
     assert tuple(stats) == tuple(recount)
     assert inactive_postings == 0
     assert df_mismatch == 0
@@ -82,7 +90,12 @@ def test_delete_removes_from_retrieval_at_once(client: ragd.Ragd, name: str) -> 
     col.ingest(documents=[{"id": "keep", "text": "Quarterly revenue grew strongly."},
                           {"id": "gone", "text": "Quarterly revenue target was missed in Spain."}])
     assert {h.external_id for h in col.search("quarterly revenue", k=5)} == {"keep", "gone"}
+    with client.store.tenant(col.tenant) as conn:
+        bands = "SELECT count(*) FROM document_minhash_bands WHERE collection_id = %s"
+        assert conn.execute(bands, (col.collection_id,)).fetchone()[0] == 2 * 32  # 32 bands per document
     col.delete("gone")
+    with client.store.tenant(col.tenant) as conn:
+        assert conn.execute(bands, (col.collection_id,)).fetchone()[0] == 32
     assert {h.external_id for h in col.search("quarterly revenue spain", k=5)} == {"keep"}
     assert [d["external_id"] for d in col.documents()] == ["keep"]
     lexical_stats_consistent(client, col)

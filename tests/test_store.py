@@ -55,12 +55,20 @@ def test_one_active_version_per_document_is_enforced(client, name) -> None:  # t
 
 
 def test_collection_pins_model_and_dims(client, name) -> None:  # type: ignore[no-untyped-def]
+    """The collection's model and dims are fixed at creation; its HNSW index (partial, at those dims) is built
+    when its first ingest ends, from every row at once, and searches before that scan exactly."""
     col = client.collection(name)
     assert (col.embed_model, col.dims) == ("hash-v1-384", 384)
+    query = ("SELECT i.indexdef, x.indisvalid FROM pg_indexes i JOIN pg_index x ON x.indexrelid = "
+             "format('%%I', i.indexname)::regclass WHERE i.indexname LIKE 'chunk_embeddings_hnsw_%%' "
+             "AND i.indexdef LIKE %s")
     with client.store.admin() as conn:
-        index = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'chunk_embeddings_hnsw_%%' "
-                             "AND indexdef LIKE %s", (f"%{col.collection_id}%",)).fetchone()
+        assert conn.execute(query, (f"%{col.collection_id}%",)).fetchone() is None
+    col.ingest(documents=[{"id": "a", "text": "Badges open the doors after seven."}])
+    with client.store.admin() as conn:
+        index = conn.execute(query, (f"%{col.collection_id}%",)).fetchone()
     assert index is not None and "hnsw" in index[0] and "vector(384)" in index[0] and "vector_cosine_ops" in index[0]
+    assert index[1] is True
 
 
 def test_every_key_between_tenant_tables_is_tenant_scoped(client) -> None:  # type: ignore[no-untyped-def]
@@ -85,3 +93,39 @@ def test_every_key_between_tenant_tables_is_tenant_scoped(client) -> None:  # ty
     assert loose == []
     assert [f for f in foreign if "tenant_id" not in f[2]] == []
     assert len(foreign) >= 25
+
+
+def _index_state(client, col) -> bool | None:  # type: ignore[no-untyped-def]
+    from ragd.store import queries
+
+    with client.store.admin() as conn:
+        row = conn.execute(queries.HNSW_INDEX_VALID, {"name": queries.hnsw_index_name(col.collection_id)}).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def test_a_missing_or_invalid_vector_index_is_rebuilt_by_the_next_ingest(client, name, base_url) -> None:  # type: ignore[no-untyped-def]
+    """A build killed half-way leaves an invalid index (the planner ignores it): searches still find every row by
+    an exact scan, and the next ingest drops it and builds a valid one. While another process holds the
+    collection's build lock, ensure_vector_index leaves the build to it."""
+    from ragd.store import queries
+
+    col = client.collection(name)
+    col.ingest(documents=[{"id": f"d{i}", "text": f"Topic {i}: badge access rules, floor {i}."} for i in range(30)])
+    assert _index_state(client, col) is True
+    before = [h.chunk_id for h in col.search("badge access floor 7", k=5, fusion="vector")]
+    index = queries.hnsw_index_name(col.collection_id)
+    with psycopg.connect(base_url, autocommit=True) as conn:  # what a killed CREATE INDEX CONCURRENTLY leaves
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(%s)", (index,))
+    assert _index_state(client, col) is False
+    assert [h.chunk_id for h in col.search("badge access floor 7", k=5, fusion="vector")] == before
+    with psycopg.connect(base_url, autocommit=True) as other:
+        other.execute(queries.TRY_INDEX_LOCK, {"name": index})
+        assert col.ensure_vector_index() is False  # someone else is building it
+        assert _index_state(client, col) is False
+    report = col.ingest(documents=[{"id": "late", "text": "Visitors sign in at reception."}])
+    assert report.count("ingested") == 1
+    assert _index_state(client, col) is True
+    assert [h.chunk_id for h in col.search("badge access floor 7", k=5, fusion="vector")] == before
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP INDEX "{index}"')
+    assert col.ensure_vector_index() is True and _index_state(client, col) is True

@@ -178,7 +178,8 @@ class Ragd:
             return dict(zip([d.name for d in cur.description or ()], row))
 
     def _create(self, tenant: str, name: str, embedder: Embedder, policy: ChunkPolicy) -> None:
-        """The collection row, its BM25 statistics and HNSW index (the tenant exists: _load opened its session)."""
+        """The collection row and its BM25 statistics (the tenant exists: _load opened its session). Its HNSW index
+        is built when its first ingest run ends, from all the rows at once (Collection.ensure_vector_index)."""
         cid = ids.collection_id(tenant, name)
         dims = embedder.dims
         with self.store.admin() as conn:
@@ -186,7 +187,6 @@ class Ragd:
                 "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
                 "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict())})
             conn.execute(queries.INIT_LEXICAL_STATS, {"collection_id": cid, "tenant_id": tenant})
-            conn.execute(queries.create_hnsw_index(cid, embedder.name, dims))
 
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
         with self.store.tenant(self._tenant(tenant)) as conn:
@@ -230,6 +230,27 @@ class Collection:
                 f"embedder {self.embedder.name} produced {dims}-dimensional vectors but collection {self.name!r} "
                 f"stores {self.dims} dimensions"
             )
+
+    def ensure_vector_index(self) -> bool:
+        """Build the collection's HNSW index if it is missing or invalid (a build that was killed); True when a
+        valid index is in place. A new collection has none: its first ingest run writes its rows without paying
+        for one graph insert per vector and builds the graph once at the end (several times faster), while
+        searches scan its vectors exactly. The build runs concurrently, so other tenants keep writing; one
+        process builds a collection's index at a time, the others leave it to that one."""
+        name = queries.hnsw_index_name(self.collection_id)
+        with self.store.maintenance() as conn:
+            if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,):
+                return True
+            if conn.execute(queries.TRY_INDEX_LOCK, {"name": name}).fetchone() != (True,):
+                return False  # another process is building it
+            try:
+                if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
+                    conn.execute(queries.drop_hnsw_index(self.collection_id))
+                conn.execute(queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims))
+            finally:
+                if not conn.closed:
+                    conn.execute(queries.INDEX_UNLOCK, {"name": name})
+        return True
 
     def write_artifact(self, version_id: uuid.UUID, doc: ExtractedDocument) -> str:
         """The extracted blocks of a version as JSON under RAGD_HOME; content-addressed, so rewriting is harmless."""
@@ -386,6 +407,7 @@ class Collection:
             if active:
                 for statement in queries.RETIRE_VERSIONS:
                     conn.execute(statement, {"versions": active, "collection_id": self.collection_id})
+            conn.execute(queries.DELETE_DOCUMENT_BANDS, {"doc_id": doc_id})
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
             return uuid.UUID(str(doc_id))

@@ -753,8 +753,11 @@ def run_ingest(
         stages.drain()
         if state.pending:
             _flush_pending(col, state, started)
+        _vector_index(col, state)
     except BaseException as exc:
         stages.close()  # nothing writes while the run is closed as failed
+        if isinstance(exc, Exception):  # what was committed gets its index (not on Ctrl-C: the next run builds it)
+            _vector_index(col, state)
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
         raise
     finally:
@@ -766,6 +769,16 @@ def run_ingest(
     _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
     return IngestReport(run_id=state.run_id, status=status, items=tuple(outcomes), seconds=time.monotonic() - started,
                         embedded=state.embedded, cache_hits=state.cache_hits)
+
+
+def _vector_index(col: Collection, state: _RunState) -> None:
+    """A new collection's HNSW index, built once its first run has written its rows (see ensure_vector_index);
+    if that fails the data stays committed and searchable by exact scan, and the next run builds it."""
+    try:
+        col.ensure_vector_index()
+    except Exception as exc:  # of any kind: the documents are stored; only the index is missing
+        state.warnings.append(storable(f"vector index not built ({str(exc).strip()}): searches scan this "
+                                       "collection's vectors exactly until the next ingest builds it"))
 
 
 def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str) -> ExtractedDocument | Exception:

@@ -212,6 +212,17 @@ class Store:
             yield conn
 
     @contextmanager
+    def maintenance(self) -> Iterator[psycopg.Connection[Any]]:
+        """The session user outside any transaction (autocommit): CREATE/DROP INDEX CONCURRENTLY."""
+        with self._connection() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.autocommit = False
+
+    @contextmanager
     def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction logged in as the tenant's role: row-level security shows and accepts its rows only."""
         role = self.tenant_role(tenant_id)

@@ -86,12 +86,25 @@ def _index_literals(collection_id: uuid.UUID, embed_model: str, dims: int) -> di
 
 
 def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int) -> sql.Composed:
-    """A partial HNSW cosine index over one collection's active embeddings, at its dimensions."""
+    """A partial HNSW cosine index over one collection's active embeddings, at its dimensions. Built
+    concurrently (outside a transaction): other tenants keep writing to chunk_embeddings while it builds."""
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunk_embeddings "
         "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
         "WHERE collection_id = {cid} AND embed_model = {model} AND is_active"
     ).format(name=sql.Identifier(hnsw_index_name(collection_id)), **_index_literals(collection_id, embed_model, dims))
+
+
+def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
+    name = sql.Identifier(hnsw_index_name(collection_id))
+    return sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {name}").format(name=name)
+
+
+# Whether the collection's HNSW index exists and is valid (a build that was killed leaves an invalid one).
+HNSW_INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%(name)s)"
+# One index build per collection at a time, across processes (a session lock: a killed builder releases it).
+TRY_INDEX_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('ragd-hnsw:' || %(name)s, 0))"
+INDEX_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended('ragd-hnsw:' || %(name)s, 0))"
 
 
 # -- documents and versions ------------------------------------------------------------------------
@@ -252,6 +265,10 @@ SELECT d.external_id, c.chunk_index, c.chunk_id::text, c.content, c.token_count
 FROM chunks c JOIN documents d USING (doc_id)
 WHERE c.collection_id = %(collection_id)s AND c.is_active ORDER BY d.external_id, c.chunk_index"""
 DELETE_DOCUMENT = "DELETE FROM documents WHERE doc_id = %(doc_id)s"
+# Band keys have no foreign key (one per band per version: a check per row slowed ingest): deleted here, first.
+DELETE_DOCUMENT_BANDS = """
+DELETE FROM document_minhash_bands b USING document_versions v
+WHERE v.doc_id = %(doc_id)s AND b.doc_version_id = v.doc_version_id"""
 
 # -- embedding cache ---------------------------------------------------------------------------------
 
