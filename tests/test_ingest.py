@@ -307,3 +307,27 @@ def test_near_duplicate_threshold_one_turns_the_check_off_but_keeps_signatures(c
     assert checked.items[0].status == "duplicate" and "near-duplicate of a" in (checked.items[0].reason or "")
     decision = col.run(str(checked.run_id))["stats"]["near_duplicates"][0]
     assert decision["similar_to"] == "a" and decision["similarity"] == 1.0 and decision["decision"] == "duplicate"
+
+
+def test_each_version_keeps_its_blocks_as_a_json_artifact(client: ragd.Ragd, name: str) -> None:
+    """artifact_uri is a file:// URI under RAGD_HOME holding the version's extracted blocks; if the folder is
+    removed while the process runs, the next ingest makes it again."""
+    import shutil
+    from urllib.parse import unquote, urlparse
+
+    col = client.collection(name)
+
+    def artifact(ref: str) -> dict[str, Any]:
+        uri = col.document(ref)["versions"][0]["artifact_uri"]
+        path = Path(unquote(urlparse(uri).path))
+        assert uri.startswith("file://") and path.is_relative_to(client.settings.artifacts.resolve())
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    col.ingest(documents=[{"id": "a", "title": "Badges", "text": "Badges open doors.\n\nVisitors sign in."}])
+    first = artifact("a")
+    assert (first["external_id"], first["title"]) == ("a", "Badges")
+    assert [b["text"] for b in first["blocks"]] == ["Badges", "Badges open doors.", "Visitors sign in."]
+    shutil.rmtree(client.settings.artifacts / str(col.collection_id))
+    report = col.ingest(documents=[{"id": "b", "text": "Lost laptops go to the help desk."}])
+    assert report.count("ingested") == 1
+    assert [b["text"] for b in artifact("b")["blocks"]] == ["Lost laptops go to the help desk."]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -194,6 +195,15 @@ class Ragd:
             return rows_as_dicts(cur)
 
 
+@functools.lru_cache(maxsize=256)
+def _artifact_folder(artifacts: Path, collection_id: uuid.UUID) -> Path:
+    """A collection's artifact folder, made and resolved once per process (each is a few system calls per
+    document otherwise)."""
+    folder = artifacts / str(collection_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.resolve()
+
+
 def rows_as_dicts(cur: Any) -> list[dict[str, Any]]:
     names = [d.name for d in cur.description or ()]
     return [dict(zip(names, row)) for row in cur.fetchall()]
@@ -253,17 +263,22 @@ class Collection:
         return True
 
     def write_artifact(self, version_id: uuid.UUID, doc: ExtractedDocument) -> str:
-        """The extracted blocks of a version as JSON under RAGD_HOME; content-addressed, so rewriting is harmless."""
-        folder = self.settings.artifacts / str(self.collection_id)
-        folder.mkdir(parents=True, exist_ok=True)
+        """The extracted blocks of a version as JSON under RAGD_HOME; content-addressed, so rewriting is harmless.
+        Written to a temporary name and renamed, so a reader never sees half a file."""
+        folder = _artifact_folder(self.settings.artifacts, self.collection_id)
         path = folder / f"{version_id}.json"
         if not path.exists():
             payload = {"external_id": doc.external_id, "source_uri": doc.source_uri, "source_type": doc.source_type,
                        "title": doc.title, "blocks": [dataclasses.asdict(b) for b in doc.blocks]}
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            try:
+                tmp.write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            except FileNotFoundError:  # the folder was removed since it was made: make it again
+                _artifact_folder.cache_clear()
+                _artifact_folder(self.settings.artifacts, self.collection_id)
+                tmp.write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             tmp.replace(path)
-        return path.resolve().as_uri()
+        return path.as_uri()
 
     # -- ingest -------------------------------------------------------------------------------
 
