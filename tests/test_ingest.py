@@ -249,6 +249,7 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
 
     from ragd.embed import OpenAIEmbedder
     from ragd.errors import ProviderError
+    from ragd.ingest.pipeline import BATCH_DOCS
 
     served = {"requests": 0}
 
@@ -279,12 +280,12 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
     try:
         col = client.collection(name)
         docs = [{"id": f"d{i:03d}", "text": f"Document {i} is about topic {i % 7} and nothing else."}
-                for i in range(64 * 5)]
+                for i in range(BATCH_DOCS * 5)]
         with pytest.raises(ProviderError, match="HTTP 503"):
             col.ingest(documents=docs)
-        stored = {d["external_id"] for d in col.documents(limit=1000)}
-        assert stored == {f"d{i:03d}" for i in range(128)}  # the two batches embedded before, whole and in order
-        assert all(d["chunk_count"] == 1 for d in col.documents(limit=1000))
+        stored = {d["external_id"] for d in col.documents(limit=5000)}
+        assert stored == {f"d{i:03d}" for i in range(2 * BATCH_DOCS)}  # the two batches embedded before, whole
+        assert all(d["chunk_count"] == 1 for d in col.documents(limit=5000))
         found = {h.external_id for h in col.search("topic 3", k=50, fusion="lexical")}
         assert found and found <= stored
         run = next(r for r in col.runs(100) if r["collection"] == name)

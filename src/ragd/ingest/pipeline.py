@@ -55,7 +55,11 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int, str], None]
 Duplicates = Literal["skip", "keep"]
-BATCH_DOCS = 64
+# A batch is one transaction: it is committed once it holds BATCH_DOCS documents or BATCH_CHUNKS chunks. Larger
+# batches of small documents cost the server less (each batch upserts every term it contains once); the chunk
+# bound keeps a batch of long documents, and what a crash can lose, small.
+BATCH_DOCS = 256
+BATCH_CHUNKS = 512
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
 STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable"})
 
@@ -710,13 +714,14 @@ def run_ingest(
         extra = list(documents)
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
+        batch_chunks = 0
 
         def commit(full: list[_Prepared]) -> None:
             stages.commit(lambda: _ahead(col, full),
                           lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
 
         def add(doc: ExtractedDocument | Exception, uri: str) -> None:
-            nonlocal batch
+            nonlocal batch, batch_chunks
             index = state.take_index()
             if isinstance(doc, Exception):
                 failure = _failure(uri, doc)
@@ -724,12 +729,13 @@ def run_ingest(
                 return
             try:
                 batch.append(prepare(col, doc, index, tags, metadata or {}))
+                batch_chunks += len(batch[-1].chunks)
             except Exception as exc:  # of any kind: this item fails, the run goes on
                 failure = _failure(doc.source_uri, exc)
                 stages.call(lambda: _fail(state, index, failure))
-            if len(batch) >= BATCH_DOCS:
+            if len(batch) >= BATCH_DOCS or batch_chunks >= BATCH_CHUNKS:
                 commit(batch)
-                batch = []
+                batch, batch_chunks = [], 0
 
         for done, (src, extracted) in enumerate(extraction.each(sources), start=1):
             if isinstance(src, IngestError):

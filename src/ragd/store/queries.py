@@ -221,23 +221,26 @@ ACTIVATE_VERSIONS = [
     "UPDATE chunks SET is_active = true WHERE doc_version_id = ANY(%(versions)s) AND NOT is_active",
     """UPDATE chunk_embeddings e SET is_active = true FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND NOT e.is_active""",
-    """INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
-       SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
-       FROM chunks c
-       CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len
-                           FROM unnest(c.lexemes) u) l
-       CROSS JOIN LATERAL unnest(c.lexemes) t
-       WHERE c.doc_version_id = ANY(%(versions)s) AND l.len > 0""",
-    """INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
-       SELECT p.collection_id, p.term, p.tenant_id, count(*) FROM lexical_postings p
-       JOIN chunks c ON c.chunk_id = p.chunk_id
-       WHERE c.doc_version_id = ANY(%(versions)s)
-       GROUP BY p.collection_id, p.term, p.tenant_id ORDER BY p.term
-       ON CONFLICT (collection_id, term) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df""",
-    """UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
-       FROM (SELECT c.collection_id, count(DISTINCT p.chunk_id) AS n, sum(p.tf) AS len
-             FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
-             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
+    # the postings, then the document frequencies and length statistics from the rows just written (one
+    # statement: the new postings are not read back through their indexes)
+    """WITH posted AS (
+         INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
+         SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
+         FROM chunks c
+         CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len
+                             FROM unnest(c.lexemes) u) l
+         CROSS JOIN LATERAL unnest(c.lexemes) t
+         WHERE c.doc_version_id = ANY(%(versions)s) AND l.len > 0
+         RETURNING collection_id, term, tenant_id, chunk_id, tf
+       ), counted AS (
+         INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
+         SELECT collection_id, term, tenant_id, count(*) FROM posted
+         GROUP BY collection_id, term, tenant_id ORDER BY term
+         ON CONFLICT (collection_id, term) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
+       )
+       UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
+       FROM (SELECT collection_id, count(DISTINCT chunk_id) AS n, sum(tf) AS len FROM posted
+             GROUP BY collection_id) x
        WHERE s.collection_id = x.collection_id""",
 ]
 
