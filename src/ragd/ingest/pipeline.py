@@ -398,9 +398,10 @@ def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared]
     doc_ids = sorted({p.doc_id for p in batch}, key=str)
     states = {row[0]: row for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
     active_by_hash: dict[str, list[tuple[uuid.UUID, str]]] = {}
-    for h, doc, ext in conn.execute(queries.BATCH_ACTIVE_WITH_HASH, {
-            "hashes": sorted({p.content_hash for p in batch}), "collection_id": col.collection_id}):
-        active_by_hash.setdefault(h, []).append((doc, ext))
+    if duplicates == "skip":  # other documents with the same content: only looked for when they are skipped
+        for h, doc, ext in conn.execute(queries.BATCH_ACTIVE_WITH_HASH, {
+                "hashes": sorted({p.content_hash for p in batch}), "collection_id": col.collection_id}):
+            active_by_hash.setdefault(h, []).append((doc, ext))
     known = {(d, h) for d, h in conn.execute(queries.BATCH_KNOWN_VERSIONS, {"doc_ids": doc_ids})}
     new_hashes: dict[str, str] = {}
     for p in batch:
@@ -530,7 +531,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
                 "external_id": p.doc.external_id, "source_uri": p.doc.source_uri,
                 "source_type": p.doc.source_type, "title": p.doc.title, "tags": list(p.tags),
                 "metadata": json.dumps(p.metadata, ensure_ascii=False, sort_keys=True)})
-            conn.execute(queries.LOCK_DOCUMENT, {"doc_id": p.doc_id})
+            # (the upsert locks the document's row until commit, whether or not its WHERE let it update)
             if p.action == "labels":
                 conn.execute(queries.UPDATE_CHUNK_TAGS, {"tags": list(p.tags), "doc_version_id": p.version_id})
                 continue
