@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from ...types import Block, ExtractedDocument
-from ..normalize import decode_text, fold_lines, normalize_text
+from ..normalize import decode_text, normalize_text
 from .base import ExtractOptions, Source, single_document
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
@@ -24,7 +24,7 @@ def text_blocks(text: str) -> list[Block]:
         elif all(_BULLET.match(line) for line in lines):
             blocks.append(Block("list", "\n".join(lines)))
         else:
-            blocks.append(Block("paragraph", fold_lines(para)))
+            blocks.append(Block("paragraph", " ".join(lines)))  # para is normalised: fold_lines without redoing it
     return blocks
 
 
