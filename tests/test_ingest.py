@@ -250,6 +250,7 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
     from ragd.embed import OpenAIEmbedder
     from ragd.errors import ProviderError
     from ragd.ingest.pipeline import BATCH_DOCS
+    from ragd.store import queries
 
     served = {"requests": 0}
 
@@ -290,6 +291,9 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
         assert found and found <= stored
         run = next(r for r in col.runs(100) if r["collection"] == name)
         assert run["status"] == "failed" and "503" in run["error"]
+        with client.store.admin() as conn:  # the failed first run still built the index over what it committed
+            index = queries.hnsw_index_name(col.collection_id)
+            assert conn.execute(queries.HNSW_INDEX_VALID, {"name": index}).fetchone() == (True,)
     finally:
         client.close()
         server.shutdown()

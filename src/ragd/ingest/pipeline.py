@@ -763,8 +763,8 @@ def run_ingest(
         _vector_index(col, state)
     except BaseException as exc:
         stages.close()  # nothing writes while the run is closed as failed
-        if isinstance(exc, Exception):  # what was committed gets its index (not on Ctrl-C: the next run builds it)
-            _vector_index(col, state)
+        if isinstance(exc, Exception) and getattr(exc, "code", None) != "database_unavailable":
+            _vector_index(col, state)  # what was committed gets its index (not on Ctrl-C: the next run builds it)
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
         raise
     finally:
