@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,3 +114,29 @@ def test_openai_errors_are_specific(openai_server: str) -> None:
     dead = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", max_retries=1, backoff_s=0.01, timeout_s=1)
     with pytest.raises(ProviderError, match="ConnectError"):
         dead.embed_documents(["a"])
+
+
+def test_token_counts_remembered_by_word_are_exactly_the_tokenizers() -> None:
+    """The counter sums remembered per-word counts: on prose, hostile whitespace, controls, combining marks, CJK,
+    special-token text and very long words it must give exactly what the tokenizer gives, cold, warm and after
+    its memo starts afresh."""
+    import random
+
+    from ragd.embed.base import TokenCounter, bge_model_dir
+
+    rng = random.Random(7)
+    alphabet = (list("abcXYZ019.,;:-'\"()[]#$%/") + [" "] * 6 + ["\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f",
+                "\x85", "\u2028", "\u2029", "\u00a0", "\u2003", "\u3000", "\u200b", "\u0301", "\u00e9", "\u0130",
+                "\u4e2d", "\u6587", "\x00", "\ufffd", "\U0001f600", "\u05d0", "[MASK]", "[CLS]", "##"])
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))) for _ in range(400)]
+    texts += [*TEXTS, "naïve café résumé — Straße", "a" * 150 + " b", " leading and trailing "]
+    samples = Path(__file__).resolve().parents[1] / "samples"
+    texts += [p.read_text(encoding="utf-8") for p in sorted(samples.iterdir()) if p.suffix in (".md", ".txt")]
+    path = bge_model_dir() / "tokenizer.json"
+    reference = TokenCounter(path)._tok
+    expected = [len(reference.encode(t, add_special_tokens=False).ids) for t in texts]
+    for memo_words in (200_000, 50):  # 50: the memo starts afresh over and over
+        counter = TokenCounter(path, memo_words=memo_words)
+        assert counter.count_many(texts) == expected  # cold: every word new
+        assert [counter.count(t) for t in texts] == expected  # warm, one by one
+        assert counter.count_many(texts[::-1]) == expected[::-1]

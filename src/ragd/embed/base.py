@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -52,28 +53,77 @@ def bge_model_dir() -> Path:
         raise ModelNotAvailable(f"{exc}; or set RAGD_EMBEDDER=hash") from exc
 
 
-class TokenCounter:
-    """Counts tokens with a real WordPiece tokenizer (the default model's), without special tokens."""
+# What the BERT normalizer and pre-tokenizer both treat as whitespace: space, tab, newline, carriage return and the
+# Unicode space separators (category Zs). A token never spans one, so a text's count is the sum of its words' counts.
+_BERT_SPACE = re.compile("[ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+# Python's str.split() also splits at these, which BERT drops (controls) or keeps inside a word (separators).
+_PY_ONLY_SPACE = re.compile("[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
+_MEMO_WORDS = 200_000  # counts remembered per counter before the memo starts afresh (a few tens of MB at most)
 
-    def __init__(self, tokenizer_file: Path):
+
+class TokenCounter:
+    """Counts tokens with a real WordPiece tokenizer (the default model's), without special tokens.
+
+    With a BERT tokenizer (BertNormalizer, BertPreTokenizer, WordPiece: the default model's) every step works
+    within whitespace-separated words, so a text's count is the sum of its words' counts, and each distinct word
+    is encoded once and remembered: prose repeats its words, so most of a text's words cost a dict lookup instead
+    of a pass through the tokenizer (SciFact abstracts counted ~10x faster). Counts are exactly the tokenizer's
+    (tested against it); any other tokenizer is counted text by text."""
+
+    def __init__(self, tokenizer_file: Path, memo_words: int = _MEMO_WORDS):
         from tokenizers import Tokenizer
 
         self._tok = Tokenizer.from_file(str(tokenizer_file))
         self._tok.no_truncation()
         self._tok.no_padding()
+        self._by_word = _word_local(tokenizer_file)
+        self._memo: dict[str, int] = {}
+        self._memo_words = memo_words
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return self.count_many([text])[0]
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        if not self._by_word:
+            return self._encoded(list(texts))
+        split = [_words(t) for t in texts]
+        memo = self._memo
+        try:
+            return [sum(map(memo.__getitem__, words)) for words in split]
+        except KeyError:  # words not seen yet: encoded together, once
+            pass
+        unseen = sorted({w for words in split for w in words if w not in memo})
+        if len(memo) + len(unseen) > self._memo_words:  # start afresh; a thread counting meanwhile keeps the old one
+            memo = {}
+            unseen = sorted({w for words in split for w in words})
+        memo.update(zip(unseen, self._encoded(unseen)))
+        self._memo = memo
+        return [sum(map(memo.__getitem__, words)) for words in split]
+
+    def _encoded(self, texts: list[str]) -> list[int]:
         # the fast batch skips character offsets (unused here): a fifth less time per text
-        return [len(e.ids) for e in self._tok.encode_batch_fast(list(texts), add_special_tokens=False)]
+        return [len(e.ids) for e in self._tok.encode_batch_fast(texts, add_special_tokens=False)]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character spans of each token, for cutting text at a token budget."""
         return list(self._tok.encode(text, add_special_tokens=False).offsets)
+
+
+def _words(text: str) -> list[str]:
+    return text.split() if _PY_ONLY_SPACE.search(text) is None else _BERT_SPACE.split(text)
+
+
+def _word_local(tokenizer_file: Path) -> bool:
+    """Whether the tokenizer is the BERT pipeline whose tokens never cross whitespace."""
+    import json
+
+    spec = json.loads(tokenizer_file.read_text(encoding="utf-8"))
+    normalizer, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec.get("model") or {}
+    return (normalizer.get("type") == "BertNormalizer" and normalizer.get("clean_text") is True
+            and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece"
+            and not any(" " in t.get("content", "") for t in spec.get("added_tokens") or []))
 
 
 @lru_cache(maxsize=1)
