@@ -359,12 +359,9 @@ def embed_cached(col: Collection, texts: Sequence[str], tally: _Tally,
     if missing:
         vectors = col.embedder.embed_documents(list(missing.values()))
         col.check_dims(vectors.shape[1])
-        with col.store.tenant(col.tenant) as conn, conn.cursor() as cur:
-            cur.executemany(
-                queries.CACHE_INSERT,
-                [{"tenant_id": col.tenant, "embed_model": col.embed_model, "content_hash": h, "embedding": v}
-                 for h, v in zip(missing, vectors)],
-            )
+        with col.store.tenant(col.tenant) as conn:
+            conn.execute(queries.CACHE_INSERT, {"tenant_id": col.tenant, "embed_model": col.embed_model,
+                                                "hashes": list(missing), "embeddings": list(vectors)})
         found.update(zip(missing, vectors))
     tally.embedded += len(missing)
     return np.stack([found[h] for h in hashes])
@@ -460,32 +457,37 @@ def _sign(p: _Prepared) -> None:
         p.band_keys = dedupe.band_keys(p.signature)
 
 
-def _write_new(conn: psycopg.Connection[Any], col: Collection, p: _Prepared, vectors: np.ndarray) -> None:
+def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepared], vectors: np.ndarray) -> None:
+    """New versions with their chunks and embeddings, a statement per table for the whole batch."""
+    ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
+    effective = [e if isinstance(e := p.metadata.get("effective_at"), str) else None for p in new]
+    conn.execute(queries.INSERT_VERSIONS, {
+        "tenant_id": col.tenant, "versions": [p.version_id for p in new], "doc_ids": [p.doc_id for p in new],
+        "labels": [f"v{p.version_number}" for p in new], "hashes": [p.content_hash for p in new],
+        "artifacts": [p.artifact_uri if p.artifact_uri is not None else col.write_artifact(_version(p), p.doc)
+                      for p in new],
+        "counts": [len(p.chunks) for p in new], "effective": effective})
+    owners = [(p, e) for p, e in zip(new, effective) for _ in p.chunks]
+    chunks = [c for p in new for c in p.chunks]
+    chunk_ids = [make_chunk_id(_version(p), c.chunk_index) for (p, _), c in zip(owners, chunks)]
+    tags = [json.dumps(list(p.tags), ensure_ascii=False) for p in new]
+    chunk_tags = [t for p, t in zip(new, tags) for _ in p.chunks]
+    conn.execute(queries.INSERT_CHUNKS, {
+        **ids, "chunk_ids": chunk_ids, "doc_ids": [p.doc_id for p, _ in owners],
+        "versions": [p.version_id for p, _ in owners], "indexes": [c.chunk_index for c in chunks],
+        "heading_paths": [json.dumps(list(c.heading_path), ensure_ascii=False) for c in chunks],
+        "types": [c.chunk_type for c in chunks], "contents": [c.content for c in chunks],
+        "hashes": [sha256_text(c.content) for c in chunks], "tokens": [c.token_count for c in chunks],
+        "tags": chunk_tags,
+        "metadata": [json.dumps(c.metadata, ensure_ascii=False, sort_keys=True) for c in chunks],
+        "effective": [e for _, e in owners], "search_texts": [c.search_text for c in chunks]})
+    conn.execute(queries.INSERT_EMBEDDINGS, {**ids, "embed_model": col.embed_model, "chunk_ids": chunk_ids,
+                                             "embeddings": list(vectors)})
+
+
+def _version(p: _Prepared) -> uuid.UUID:
     assert p.version_id is not None
-    artifact = p.artifact_uri if p.artifact_uri is not None else col.write_artifact(p.version_id, p.doc)
-    effective = p.metadata.get("effective_at")
-    conn.execute(queries.INSERT_VERSION, {
-        "doc_version_id": p.version_id, "tenant_id": col.tenant, "doc_id": p.doc_id,
-        "version_label": f"v{p.version_number}", "content_hash": p.content_hash,
-        "artifact_uri": artifact, "chunk_count": len(p.chunks),
-        "effective_at": effective if isinstance(effective, str) else None,
-    })
-    rows, embeddings = [], []
-    for c, vec in zip(p.chunks, vectors):
-        cid = make_chunk_id(p.version_id, c.chunk_index)
-        rows.append({
-            "chunk_id": cid, "tenant_id": col.tenant, "collection_id": col.collection_id, "doc_id": p.doc_id,
-            "doc_version_id": p.version_id, "chunk_index": c.chunk_index,
-            "heading_path": json.dumps(list(c.heading_path), ensure_ascii=False), "chunk_type": c.chunk_type,
-            "content": c.content, "content_hash": sha256_text(c.content), "token_count": c.token_count,
-            "tags": list(p.tags), "metadata": json.dumps(c.metadata, ensure_ascii=False, sort_keys=True),
-            "effective_at": effective if isinstance(effective, str) else None, "search_text": c.search_text,
-        })
-        embeddings.append({"chunk_id": cid, "tenant_id": col.tenant, "collection_id": col.collection_id,
-                           "embed_model": col.embed_model, "embedding": vec})
-    with conn.cursor() as cur:
-        cur.executemany(queries.INSERT_CHUNK, rows)
-        cur.executemany(queries.INSERT_EMBEDDING, embeddings)
+    return p.version_id
 
 
 def _outcome(p: _Prepared) -> ItemOutcome:
@@ -503,10 +505,15 @@ def _outcome(p: _Prepared) -> ItemOutcome:
                        chunks=len(p.chunks) if p.action != "duplicate" else 0, reason=reason)
 
 
-def _item_row(col: Collection, run_id: uuid.UUID, index: int, o: ItemOutcome) -> dict[str, Any]:
-    return {"run_id": run_id, "item_index": index, "tenant_id": col.tenant, "source_uri": o.source_uri,
-            "external_id": o.external_id, "status": o.status, "error_code": o.error_code, "reason": o.reason,
-            "doc_id": o.doc_id, "doc_version_id": o.doc_version_id, "chunk_count": o.chunks}
+def _write_items(conn: psycopg.Connection[Any], col: Collection, run_id: uuid.UUID,
+                 items: list[tuple[int, ItemOutcome]]) -> None:
+    if items:
+        conn.execute(queries.INSERT_ITEMS, {
+            "run_id": run_id, "tenant_id": col.tenant, "indexes": [i for i, _ in items],
+            "source_uris": [o.source_uri for _, o in items], "external_ids": [o.external_id for _, o in items],
+            "statuses": [o.status for _, o in items], "codes": [o.error_code for _, o in items],
+            "reasons": [o.reason for _, o in items], "doc_ids": [o.doc_id for _, o in items],
+            "versions": [o.doc_version_id for _, o in items], "chunks": [o.chunks for _, o in items]})
 
 
 def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
@@ -520,27 +527,21 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
     todo = [p for p in batch if p.action == "new"]
     vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state, ahead)
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
-        activate: list[uuid.UUID] = []
-        changing: list[uuid.UUID] = []
-        offset = 0
-        for p in batch:
-            if p.action in ("unchanged", "duplicate"):
-                continue
-            conn.execute(queries.UPSERT_DOCUMENT, {
-                "doc_id": p.doc_id, "tenant_id": col.tenant, "collection_id": col.collection_id,
-                "external_id": p.doc.external_id, "source_uri": p.doc.source_uri,
-                "source_type": p.doc.source_type, "title": p.doc.title, "tags": list(p.tags),
-                "metadata": json.dumps(p.metadata, ensure_ascii=False, sort_keys=True)})
-            # (the upsert locks the document's row until commit, whether or not its WHERE let it update)
+        stored = [p for p in batch if p.action not in ("unchanged", "duplicate")]
+        if stored:  # (the upsert locks each document's row until commit, whether or not its WHERE let it update)
+            conn.execute(queries.UPSERT_DOCUMENTS, {
+                "tenant_id": col.tenant, "collection_id": col.collection_id, "doc_ids": [p.doc_id for p in stored],
+                "external_ids": [p.doc.external_id for p in stored], "source_uris": [p.doc.source_uri for p in stored],
+                "source_types": [p.doc.source_type for p in stored], "titles": [p.doc.title for p in stored],
+                "tags": [json.dumps(list(p.tags), ensure_ascii=False) for p in stored],
+                "metadata": [json.dumps(p.metadata, ensure_ascii=False, sort_keys=True) for p in stored]})
+        for p in stored:
             if p.action == "labels":
                 conn.execute(queries.UPDATE_CHUNK_TAGS, {"tags": list(p.tags), "doc_version_id": p.version_id})
-                continue
-            if p.action == "new":
-                _write_new(conn, col, p, vectors[offset: offset + len(p.chunks)])
-                offset += len(p.chunks)
-            changing.append(p.doc_id)
-            assert p.version_id is not None
-            activate.append(p.version_id)
+        if todo:
+            _write_new(conn, col, todo, vectors)
+        changing = [p.doc_id for p in stored if p.action != "labels"]
+        activate = [_version(p) for p in stored if p.action != "labels"]
         signed = [p for p in batch if p.action == "new" and p.signature is not None]
         if signed:  # every new version's signature and LSH bands, in two statements for the batch
             ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
@@ -564,9 +565,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         if retire or activate or any(p.action == "labels" for p in batch):
             conn.execute(queries.BUMP_GENERATION, {"collection_id": col.collection_id})
         outcomes = [(p.item_index, _outcome(p)) for p in batch]
-        items = sorted(state.pending + outcomes, key=lambda x: x[0])
-        with conn.cursor() as cur:
-            cur.executemany(queries.INSERT_ITEM, [_item_row(col, state.run_id, i, o) for i, o in items])
+        _write_items(conn, col, state.run_id, sorted(state.pending + outcomes, key=lambda x: x[0]))
         state.by_index.update(outcomes)
         for p in batch:
             state.warnings += [f"{p.doc.external_id}: {w}" for w in p.warnings]
@@ -821,8 +820,8 @@ def _alive(pid: int) -> bool:
 
 
 def _flush_pending(col: Collection, state: _RunState, started: float) -> None:
-    with col.store.tenant(col.tenant) as conn, conn.cursor() as cur:
-        cur.executemany(queries.INSERT_ITEM, [_item_row(col, state.run_id, i, o) for i, o in state.pending])
+    with col.store.tenant(col.tenant) as conn:
+        _write_items(conn, col, state.run_id, state.pending)
     state.pending = []
 
 
