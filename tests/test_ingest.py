@@ -315,23 +315,32 @@ def test_near_duplicate_threshold_one_turns_the_check_off_but_keeps_signatures(c
 
 
 def test_each_version_keeps_its_blocks_as_a_json_artifact(client: ragd.Ragd, name: str) -> None:
-    """artifact_uri is a file:// URI under RAGD_HOME holding the version's extracted blocks; if the folder is
-    removed while the process runs, the next ingest makes it again."""
+    """artifact_uri is a file:// URI under RAGD_HOME naming the version's extracted blocks: a line of its batch's
+    JSON Lines pack, the fragment its version id (one file per batch, not per document); if the folder is removed
+    while the process runs, the next ingest makes it again."""
     import shutil
     from urllib.parse import unquote, urlparse
+
+    from ragd.engine import load_artifact
 
     col = client.collection(name)
 
     def artifact(ref: str) -> dict[str, Any]:
-        uri = col.document(ref)["versions"][0]["artifact_uri"]
+        version = col.document(ref)["versions"][0]
+        uri = version["artifact_uri"]
         path = Path(unquote(urlparse(uri).path))
         assert uri.startswith("file://") and path.is_relative_to(client.settings.artifacts.resolve())
-        return json.loads(path.read_text(encoding="utf-8"))
+        assert urlparse(uri).fragment == str(version["doc_version_id"])
+        return load_artifact(uri)
 
-    col.ingest(documents=[{"id": "a", "title": "Badges", "text": "Badges open doors.\n\nVisitors sign in."}])
+    col.ingest(documents=[{"id": "a", "title": "Badges", "text": "Badges open doors.\n\nVisitors sign in."},
+                          {"id": "c", "text": "Printers are on every floor."}])
     first = artifact("a")
     assert (first["external_id"], first["title"]) == ("a", "Badges")
     assert [b["text"] for b in first["blocks"]] == ["Badges", "Badges open doors.", "Visitors sign in."]
+    assert [b["text"] for b in artifact("c")["blocks"]] == ["Printers are on every floor."]
+    packs = list((client.settings.artifacts / str(col.collection_id)).iterdir())
+    assert len(packs) == 1 and len(packs[0].read_text(encoding="utf-8").splitlines()) == 2  # one batch, one file
     shutil.rmtree(client.settings.artifacts / str(col.collection_id))
     report = col.ingest(documents=[{"id": "b", "text": "Lost laptops go to the help desk."}])
     assert report.count("ingested") == 1

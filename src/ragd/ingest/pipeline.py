@@ -378,7 +378,7 @@ def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     fresh = [p for p in batch if stored.get(p.doc_id) != p.content_hash]
     for p in fresh:
         _sign(p)
-        p.artifact_uri = col.write_artifact(make_version_id(p.doc_id, p.content_hash), p.doc)
+    _artifacts(col, fresh)
     texts = [c.search_text for p in fresh for c in p.chunks]
     ahead = _Ahead()
     vectors = embed_cached(col, texts, ahead)
@@ -461,11 +461,11 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
     """New versions with their chunks and embeddings, a statement per table for the whole batch."""
     ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
     effective = [e if isinstance(e := p.metadata.get("effective_at"), str) else None for p in new]
+    _artifacts(col, [p for p in new if p.artifact_uri is None])  # those not written ahead
     conn.execute(queries.INSERT_VERSIONS, {
         "tenant_id": col.tenant, "versions": [p.version_id for p in new], "doc_ids": [p.doc_id for p in new],
         "labels": [f"v{p.version_number}" for p in new], "hashes": [p.content_hash for p in new],
-        "artifacts": [p.artifact_uri if p.artifact_uri is not None else col.write_artifact(_version(p), p.doc)
-                      for p in new],
+        "artifacts": [p.artifact_uri for p in new],
         "counts": [len(p.chunks) for p in new], "effective": effective})
     owners = [(p, e) for p, e in zip(new, effective) for _ in p.chunks]
     chunks = [c for p in new for c in p.chunks]
@@ -483,6 +483,13 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
         "effective": [e for _, e in owners], "search_texts": [c.search_text for c in chunks]})
     conn.execute(queries.INSERT_EMBEDDINGS, {**ids, "embed_model": col.embed_model, "chunk_ids": chunk_ids,
                                              "embeddings": list(vectors)})
+
+
+def _artifacts(col: Collection, new: list[_Prepared]) -> None:
+    """The new versions' extracted blocks, one pack for them all (content-addressed by version id)."""
+    uris = col.write_artifacts([(make_version_id(p.doc_id, p.content_hash), p.doc) for p in new])
+    for p in new:
+        p.artifact_uri = uris[make_version_id(p.doc_id, p.content_hash)]
 
 
 def _version(p: _Prepared) -> uuid.UUID:
