@@ -72,8 +72,7 @@ class OnnxEmbedder:
             self._tokenizer = tokenizer
             self._session = session
 
-    def _run(self, texts: Sequence[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch(list(texts))
+    def _run(self, encodings: Sequence[Any]) -> Vectors:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -89,12 +88,12 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         self._load()
-        lengths = [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+        encodings = self._tokenizer.encode_batch_fast(list(texts))  # once: for the lengths and for the model
+        order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for start in range(0, len(order), self._batch):
             idx = order[start : start + self._batch]
-            out[idx] = self._run([texts[i] for i in idx])
+            out[idx] = self._run([encodings[i] for i in idx])
         return out
 
     def embed_query(self, text: str) -> Vectors:
