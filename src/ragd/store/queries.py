@@ -151,12 +151,12 @@ FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(labels)b::text[], %(has
 INSERT_MINHASH = """
 INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)
 SELECT v, %(tenant_id)s, %(collection_id)s, d, s
-FROM unnest(%(versions)s::uuid[], %(doc_ids)s::uuid[], %(signatures)s::bytea[]) AS x(v, d, s)
+FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(signatures)b::bytea[]) AS x(v, d, s)
 ON CONFLICT DO NOTHING"""
 
 INSERT_MINHASH_BANDS = """
 INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, band_key)
-SELECT v, %(tenant_id)s, %(collection_id)s, k FROM unnest(%(versions)s::uuid[], %(keys)s::bigint[]) AS x(v, k)
+SELECT v, %(tenant_id)s, %(collection_id)s, k FROM unnest(%(versions)b::uuid[], %(keys)b::bigint[]) AS x(v, k)
 ON CONFLICT DO NOTHING"""
 
 # Active documents sharing at least one LSH band with any of the given keys, with the keys they share.
