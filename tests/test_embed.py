@@ -137,6 +137,7 @@ def test_token_counts_remembered_by_word_are_exactly_the_tokenizers() -> None:
     expected = [len(reference.encode(t, add_special_tokens=False).ids) for t in texts]
     for memo_words in (200_000, 50):  # 50: the memo starts afresh over and over
         counter = TokenCounter(path, memo_words=memo_words)
+        assert counter._by_word  # the default model's tokenizer is counted word by word, the path under test
         assert counter.count_many(texts) == expected  # cold: every word new
         assert [counter.count(t) for t in texts] == expected  # warm, one by one
         assert counter.count_many(texts[::-1]) == expected[::-1]

@@ -342,6 +342,8 @@ def test_each_version_keeps_its_blocks_as_a_json_artifact(client: ragd.Ragd, nam
     packs = list((client.settings.artifacts / str(col.collection_id)).iterdir())
     assert len(packs) == 1 and len(packs[0].read_text(encoding="utf-8").splitlines()) == 2  # one batch, one file
     shutil.rmtree(client.settings.artifacts / str(col.collection_id))
+    with pytest.raises(ragd.errors.NotFound, match="does not exist"):  # a pack removed by hand: one line, no traceback
+        artifact("a")
     report = col.ingest(documents=[{"id": "b", "text": "Lost laptops go to the help desk."}])
     assert report.count("ingested") == 1
     assert [b["text"] for b in artifact("b")["blocks"]] == ["Lost laptops go to the help desk."]

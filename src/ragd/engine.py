@@ -214,13 +214,16 @@ def load_artifact(uri: str) -> dict[str, Any]:
     if parts.scheme != "file":
         raise InvalidRequest(f"artifact URI {uri!r} is not a file:// URI")
     path = Path(unquote(parts.path))
-    if not parts.fragment:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            record = json.loads(line)
-            if record.get("doc_version_id") == parts.fragment:
-                return dict(record)
+    try:
+        if not parts.fragment:
+            return dict(json.loads(path.read_text(encoding="utf-8")))
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                record = json.loads(line)
+                if record.get("doc_version_id") == parts.fragment:
+                    return dict(record)
+    except FileNotFoundError:
+        raise NotFound(f"artifact {path} does not exist (removed from RAGD_HOME/artifacts?)") from None
     raise NotFound(f"version {parts.fragment} is not in {path.name}")
 
 

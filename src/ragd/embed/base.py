@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -76,7 +76,7 @@ class TokenCounter:
         self._tok = Tokenizer.from_file(str(tokenizer_file))
         self._tok.no_truncation()
         self._tok.no_padding()
-        self._by_word = _word_local(tokenizer_file)
+        self._by_word = _word_local(self._tok)
         self._memo: dict[str, int] = {}
         self._memo_words = memo_words
 
@@ -115,15 +115,16 @@ def _words(text: str) -> list[str]:
     return text.split() if _PY_ONLY_SPACE.search(text) is None else _BERT_SPACE.split(text)
 
 
-def _word_local(tokenizer_file: Path) -> bool:
-    """Whether the tokenizer is the BERT pipeline whose tokens never cross whitespace."""
-    import json
+def _word_local(tokenizer: Any) -> bool:
+    """Whether the loaded tokenizer is the BERT pipeline whose tokens never cross whitespace."""
+    from tokenizers.models import WordPiece
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
 
-    spec = json.loads(tokenizer_file.read_text(encoding="utf-8"))
-    normalizer, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec.get("model") or {}
-    return (normalizer.get("type") == "BertNormalizer" and normalizer.get("clean_text") is True
-            and pre.get("type") == "BertPreTokenizer" and model.get("type") == "WordPiece"
-            and not any(" " in t.get("content", "") for t in spec.get("added_tokens") or []))
+    normalizer = tokenizer.normalizer
+    return (isinstance(normalizer, BertNormalizer) and normalizer.clean_text
+            and isinstance(tokenizer.pre_tokenizer, BertPreTokenizer) and isinstance(tokenizer.model, WordPiece)
+            and not any(" " in t.content for t in tokenizer.get_added_tokens_decoder().values()))
 
 
 @lru_cache(maxsize=1)

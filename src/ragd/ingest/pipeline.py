@@ -467,29 +467,28 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
         "labels": [f"v{p.version_number}" for p in new], "hashes": [p.content_hash for p in new],
         "artifacts": [p.artifact_uri for p in new],
         "counts": [len(p.chunks) for p in new], "effective": effective})
-    owners = [(p, e) for p, e in zip(new, effective) for _ in p.chunks]
-    chunks = [c for p in new for c in p.chunks]
-    chunk_ids = [make_chunk_id(_version(p), c.chunk_index) for (p, _), c in zip(owners, chunks)]
     tags = [json.dumps(list(p.tags), ensure_ascii=False) for p in new]
-    chunk_tags = [t for p, t in zip(new, tags) for _ in p.chunks]
+    rows = [(p, t, e, c) for p, t, e in zip(new, tags, effective) for c in p.chunks]  # a chunk with its document's
+    chunk_ids = [make_chunk_id(_version(p), c.chunk_index) for p, _, _, c in rows]
     conn.execute(queries.INSERT_CHUNKS, {
-        **ids, "chunk_ids": chunk_ids, "doc_ids": [p.doc_id for p, _ in owners],
-        "versions": [p.version_id for p, _ in owners], "indexes": [c.chunk_index for c in chunks],
-        "heading_paths": [json.dumps(list(c.heading_path), ensure_ascii=False) for c in chunks],
-        "types": [c.chunk_type for c in chunks], "contents": [c.content for c in chunks],
-        "hashes": [sha256_text(c.content) for c in chunks], "tokens": [c.token_count for c in chunks],
-        "tags": chunk_tags,
-        "metadata": [json.dumps(c.metadata, ensure_ascii=False, sort_keys=True) for c in chunks],
-        "effective": [e for _, e in owners], "search_texts": [c.search_text for c in chunks]})
+        **ids, "chunk_ids": chunk_ids, "doc_ids": [p.doc_id for p, _, _, _ in rows],
+        "versions": [p.version_id for p, _, _, _ in rows], "indexes": [c.chunk_index for *_, c in rows],
+        "heading_paths": [json.dumps(list(c.heading_path), ensure_ascii=False) for *_, c in rows],
+        "types": [c.chunk_type for *_, c in rows], "contents": [c.content for *_, c in rows],
+        "hashes": [sha256_text(c.content) for *_, c in rows], "tokens": [c.token_count for *_, c in rows],
+        "tags": [tags for _, tags, _, _ in rows],
+        "metadata": [json.dumps(c.metadata, ensure_ascii=False, sort_keys=True) for *_, c in rows],
+        "effective": [e for _, _, e, _ in rows], "search_texts": [c.search_text for *_, c in rows]})
     conn.execute(queries.INSERT_EMBEDDINGS, {**ids, "embed_model": col.embed_model, "chunk_ids": chunk_ids,
                                              "embeddings": list(vectors)})
 
 
 def _artifacts(col: Collection, new: list[_Prepared]) -> None:
     """The new versions' extracted blocks, one pack for them all (content-addressed by version id)."""
-    uris = col.write_artifacts([(make_version_id(p.doc_id, p.content_hash), p.doc) for p in new])
-    for p in new:
-        p.artifact_uri = uris[make_version_id(p.doc_id, p.content_hash)]
+    versions = [make_version_id(p.doc_id, p.content_hash) for p in new]
+    uris = col.write_artifacts([(v, p.doc) for v, p in zip(versions, new)])
+    for v, p in zip(versions, new):
+        p.artifact_uri = uris[v]
 
 
 def _version(p: _Prepared) -> uuid.UUID:
