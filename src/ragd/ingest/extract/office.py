@@ -132,11 +132,12 @@ class _Numbering:
         return text.strip()
 
 
-def _list_info(paragraph: Any, numbering: _Numbering) -> tuple[int, bool] | None:
-    """(level, numbered) when the paragraph is a list item, from its numPr or its style."""
+def _list_info(paragraph: Any, style: Any, numbering: _Numbering) -> tuple[int, bool] | None:
+    """(level, numbered) when the paragraph (with its style, python-docx's) is a list item, from its numPr or its
+    style."""
     ppr = paragraph._p.pPr
     num_pr = ppr.numPr if ppr is not None else None
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    style = _style_name(style)
     if num_pr is not None and num_pr.numId is not None and num_pr.numId.val != 0:
         level = num_pr.ilvl.val if num_pr.ilvl is not None else 0
         fmt = numbering.formats.get((str(num_pr.numId.val), level), "bullet")
@@ -147,11 +148,10 @@ def _list_info(paragraph: Any, numbering: _Numbering) -> tuple[int, bool] | None
     return None
 
 
-def _style_numbering(paragraph: Any) -> tuple[str, int] | None:
+def _style_numbering(paragraph: Any, style: Any) -> tuple[str, int] | None:
     """(numId, ilvl) of a paragraph numbered directly or through its style (Heading 1 with numbering)."""
     ppr = paragraph._p.pPr
     num_pr = ppr.numPr if ppr is not None else None
-    style = paragraph.style
     while (num_pr is None or num_pr.numId is None) and style is not None:
         spr = style.element.pPr
         num_pr = spr.numPr if spr is not None else None
@@ -164,8 +164,12 @@ def _style_numbering(paragraph: Any) -> tuple[str, int] | None:
     return str(num_pr.numId.val), int(level)
 
 
-def _heading_level(paragraph: Any) -> int | None:
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+def _style_name(style: Any) -> str:
+    return (style.name if style is not None else "") or ""
+
+
+def _heading_level(paragraph: Any, style: Any) -> int | None:
+    style = _style_name(style)
     if style.lower() == "title":
         return 1
     match = _HEADING_STYLE.match(style)
@@ -300,8 +304,18 @@ class DocxExtractor:
         counters: dict[int, int] = {}
         body = document.element.body
 
+        styles: dict[str | None, Any] = {}
+
         def paragraph(element: Any) -> Any:
             return Paragraph(element, document._body)
+
+        def style_of(item: Any) -> Any:
+            """A paragraph's style, resolved once per style id: python-docx looks a style up on every call,
+            scanning all of the document's styles for the default one (90% of a long document's time)."""
+            style_id = item._p.style
+            if style_id not in styles:
+                styles[style_id] = item.style
+            return styles[style_id]
 
         def handle(elements: Iterator[Any]) -> None:
             nonlocal counters
@@ -321,17 +335,18 @@ class DocxExtractor:
             text = _clean(raw)
             if not text:
                 return
-            level = _heading_level(item)
+            style = style_of(item)
+            level = _heading_level(item, style)
             if level is not None:
-                heading_number = _style_numbering(item)
+                heading_number = _style_numbering(item, style)
                 label = numbering.label(*heading_number) if heading_number is not None else ""
                 blocks.append(Block("heading", f"{label} {text}" if label else text, level=level))
                 counters.clear()
                 return
-            info = _list_info(item, numbering)
+            info = _list_info(item, style, numbering)
             if info is None:
-                style = (item.style.name if item.style is not None else "") or ""
-                kind: BlockType = "code" if "code" in style.lower() or "source" in style.lower() else "paragraph"
+                name = _style_name(style).lower()
+                kind: BlockType = "code" if "code" in name or "source" in name else "paragraph"
                 blocks.append(Block(kind, normalize_text(raw) if kind == "code" else text))
                 counters.clear()
                 return
