@@ -457,3 +457,39 @@ def test_pdf_table_of_contents_is_a_table_of_titles_and_pages_without_leaders() 
     assert ("2.1.7 Verifying function usage IDs for RCAC with the FUNCTION_USAGE view", "10") in entries
     assert entries[-1] == ("3.6.8 Demonstrating data access with a view and RCAC", "32")
     assert not [cell for row in entries for cell in row if ". ." in cell or cell.endswith(".")]
+
+
+def test_pdf_pages_spooled_to_disk_read_the_same_and_running_headers_are_dropped() -> None:
+    """A long PDF's pages are laid out one at a time from a spool (on disk past its size): the document is the
+    same whichever way, and a running header found on every page is left out of each page's text."""
+    from ragd.ingest.extract import Source
+    from ragd.ingest.extract.pdf import PdfExtractor
+
+    path = DATA / "docs" / "pdfplumber" / "federal-register-2020-17221.pdf"
+    source = Source(path=path, data=path.read_bytes(), external_id="fr", source_uri=path.as_uri())
+    in_memory = list(PdfExtractor().extract(source, ExtractOptions()))
+    on_disk = list(PdfExtractor(spool_bytes=1).extract(source, ExtractOptions()))
+    assert in_memory == on_disk and len(in_memory) == 1 and isinstance(in_memory[0], ExtractedDocument)
+    doc = in_memory[0]
+    assert doc.metadata["pages"] == 15 and {b.page for b in doc.blocks} == set(range(1, 16))
+    # "Federal Register/Vol. 85, No. 152/Thursday, August 6, 2020/Proposed Rules 47699" tops pages 2 to 15
+    text = [re.sub(r"\s*/\s*", "/", b.text) for b in doc.blocks]
+    assert not [t for t in text if "Federal Register/Vol. 85" in t or "VerDate" in t]
+    assert "airspeed" in " ".join(b.text for b in doc.blocks if b.page == 4)
+
+
+def test_page_spool_rolls_to_disk_and_reads_pages_back_in_order() -> None:
+    from ragd.ingest.extract.layout import Box
+    from ragd.ingest.extract.pdf import PageSpool
+
+    table = Block(type="table", text="| a | b |", header=("a", "b"), rows=(("1", "2"),))
+    pages = [[Box(f"page {i} line {j}", 10.0 * j, 20.0, 90.0, 30.0, 9.5, bold=j == 0) for j in range(50)]
+             for i in range(40)] + [[Box("", 0, 0, 1, 1, 0.0, table=table)], []]
+    with PageSpool(max_bytes=4096) as spool:
+        for boxes in pages:
+            spool.append(boxes)
+        assert spool.on_disk and len(spool) == len(pages)
+        assert list(spool) == pages and list(spool) == pages  # read twice: the same pages in the same order
+    with PageSpool() as small:
+        small.append(pages[0])
+        assert not small.on_disk and list(small) == pages[:1]

@@ -5,7 +5,9 @@ pypdfium2 and go through OCR."""
 from __future__ import annotations
 
 import io
+import pickle
 import re
+import tempfile
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -502,26 +504,68 @@ def _ocr_page(data: bytes, index: int) -> list[Box]:
             for b in boxes]
 
 
-def _strip_running(pages: list[list[Box]], heights: list[float]) -> list[list[Box]]:
-    """Drop running headers and footers: the same text (digits ignored) in the top or bottom 8% of at
-    least half of the pages, and of three pages or more."""
-    if len(pages) < 3:
-        return pages
-    seen: Counter[str] = Counter()
-    for boxes, height in zip(pages, heights):
-        keys = {_DIGITS.sub("#", b.text) for b in boxes if b.table is None and _margin(b, height)}
-        seen.update(keys)
-    running = {k for k, n in seen.items() if n >= 3 and n * 2 >= len(pages)}
-    return [[b for b in boxes if not (b.table is None and _margin(b, h) and _DIGITS.sub("#", b.text) in running)]
-            for boxes, h in zip(pages, heights)]
+def _margin_keys(boxes: list[Box], height: float) -> set[str]:
+    """The texts (digits ignored) of a page's boxes in its top or bottom 8%: a running header's candidates."""
+    return {_DIGITS.sub("#", b.text) for b in boxes if b.table is None and _margin(b, height)}
+
+
+def _running(keys: list[set[str]]) -> set[str]:
+    """Running headers and footers: the same text (digits ignored) in the top or bottom 8% of at least half of
+    the pages, and of three pages or more."""
+    if len(keys) < 3:
+        return set()
+    seen: Counter[str] = Counter(k for page in keys for k in page)
+    return {k for k, n in seen.items() if n >= 3 and n * 2 >= len(keys)}
+
+
+def _strip(boxes: list[Box], height: float, running: set[str]) -> list[Box]:
+    return [b for b in boxes if not (b.table is None and _margin(b, height) and _DIGITS.sub("#", b.text) in running)]
 
 
 def _margin(b: Box, height: float) -> bool:
     return b.bottom < 0.08 * height or b.top > 0.92 * height
 
 
+SPOOL_BYTES = 32 * 1024 * 1024  # pages' boxes held in memory up to this, then on disk
+
+
+class PageSpool:
+    """Each page's boxes, written as the page is read and read back in order: a long document holds one
+    page's layout at a time, not every page's (about 0.07 MB a page of dense text), past `max_bytes` on disk."""
+
+    def __init__(self, max_bytes: int = SPOOL_BYTES) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=max_bytes)
+        self._count = 0
+
+    def __enter__(self) -> PageSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def on_disk(self) -> bool:
+        return bool(self._file._rolled)
+
+    def append(self, boxes: list[Box]) -> None:
+        pickle.dump(boxes, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._count += 1
+
+    def __iter__(self) -> Iterator[list[Box]]:
+        self._file.seek(0)
+        for _ in range(self._count):
+            yield pickle.load(self._file)  # our own pickles, written above in this process
+        self._file.seek(0, io.SEEK_END)
+
+
 class PdfExtractor:
     source_type = "pdf"
+
+    def __init__(self, spool_bytes: int = SPOOL_BYTES) -> None:
+        self.spool_bytes = spool_bytes  # pages' boxes kept in memory up to this while a document is read
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
         from pdfplumber.utils.exceptions import PdfminerException
@@ -541,40 +585,45 @@ class PdfExtractor:
             pdf.close()
             yield EmptyDocument(f"{source.path.name} has no pages")
             return
-        with pdf:
+        with pdf, PageSpool(self.spool_bytes) as spool:
             try:
-                per_page, heights, ocr_pages, warnings = [], [], [], []
+                heights, margins, ocr_pages, warnings = [], [], [], []
                 for index, page in enumerate(pages):
+                    boxes, ocr, warning = _read_page(source.data, index, page)
+                    ocr_pages.extend([index + 1] if ocr else [])
+                    warnings.extend([warning] if warning else [])
                     heights.append(float(page.height))
-                    unmapped = sum(1 for c in page.chars if c["text"].startswith("(cid:"))
-                    if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
-                        # a scan, or text drawn as outlines (many curves): render and read it
-                        drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
-                        per_page.append(_ocr_page(source.data, index) if drawn else [])
-                        if drawn:
-                            ocr_pages.append(index + 1)
-                    elif unmapped > max(MAX_UNMAPPED, MAX_UNMAPPED_SHARE * len(page.chars)):
-                        # fonts without a map to Unicode: the text layer is glyph numbers, the picture is not
-                        per_page.append(_ocr_page(source.data, index))
-                        ocr_pages.append(index + 1)
-                        warnings.append(f"page {index + 1}: {unmapped} of {len(page.chars)} characters have no "
-                                        "Unicode mapping in the PDF; the page was read by OCR")
-                    else:
-                        per_page.append(_text_page(_once(upright(page))))
+                    margins.append(_margin_keys(boxes, heights[-1]))
+                    spool.append(boxes)
                     page.flush_cache()
             except PdfminerException as exc:
                 yield _open_error(source, exc)
                 return
             title = _title(pdf.metadata)
-        laid_out = []
-        for number, boxes in enumerate(_strip_running(per_page, heights), start=1):
-            page_text = PageText(number)
-            for leaf in reading_order(boxes):
-                page_text.blocks.extend(leaf_blocks(leaf, number))
-            laid_out.append(page_text)
+            running = _running(margins)
+            laid_out = []
+            for number, (boxes, height) in enumerate(zip(spool, heights), start=1):
+                page_text = PageText(number)
+                for leaf in reading_order(_strip(boxes, height, running)):
+                    page_text.blocks.extend(leaf_blocks(leaf, number))
+                laid_out.append(page_text)
         blocks = finish(laid_out)
         yield from single_document(source, "pdf", title or _first_heading(blocks), blocks,
                                    metadata={"pages": len(heights), "ocr_pages": ocr_pages}, warnings=warnings)
+
+
+def _read_page(data: bytes, index: int, page: Any) -> tuple[list[Box], bool, str | None]:
+    """A page's boxes, whether they were read by OCR, and a warning for the report."""
+    unmapped = sum(1 for c in page.chars if c["text"].startswith("(cid:"))
+    if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
+        # a scan, or text drawn as outlines (many curves): render and read it
+        drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
+        return (_ocr_page(data, index) if drawn else []), drawn, None
+    if unmapped > max(MAX_UNMAPPED, MAX_UNMAPPED_SHARE * len(page.chars)):
+        # fonts without a map to Unicode: the text layer is glyph numbers, the picture is not
+        return _ocr_page(data, index), True, (f"page {index + 1}: {unmapped} of {len(page.chars)} characters have no "
+                                              "Unicode mapping in the PDF; the page was read by OCR")
+    return _text_page(_once(upright(page))), False, None
 
 
 def _open_error(source: Source, exc: Exception) -> IngestError:
