@@ -534,7 +534,8 @@ class PageSpool:
     page's layout at a time, not every page's (about 0.07 MB a page of dense text), past `max_bytes` on disk."""
 
     def __init__(self, max_bytes: int = SPOOL_BYTES) -> None:
-        self._file = tempfile.SpooledTemporaryFile(max_size=max_bytes)
+        self._file = tempfile.SpooledTemporaryFile(max_size=max_bytes)  # noqa: SIM115 (closed by __exit__)
+        self._max_bytes = max_bytes
         self._count = 0
 
     def __enter__(self) -> PageSpool:
@@ -548,7 +549,8 @@ class PageSpool:
 
     @property
     def on_disk(self) -> bool:
-        return bool(self._file._rolled)
+        """Past max_bytes: SpooledTemporaryFile moves to a file as soon as it holds more."""
+        return self._file.tell() > self._max_bytes if self._count else False
 
     def append(self, boxes: list[Box]) -> None:
         pickle.dump(boxes, self._file, protocol=pickle.HIGHEST_PROTOCOL)
