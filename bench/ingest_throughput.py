@@ -1,7 +1,8 @@
 """Ingest throughput: documents/s and chunks/s for the hashing and the ONNX embedders, with peak memory.
 
     python bench/ingest_throughput.py [--docs-hash 5183] [--docs-onnx 1000] [--files 1000] [--real-docs]
-                                      [--workers 1,2] [--long-pages 300]
+                                      [--workers 1,2] [--long-pages 300] [--office-sections 300]
+                                      [--office-rows 30000] [--only files|real|long|office|hash|onnx]
 
 Corpus: BEIR SciFact (../shared/data/beir/scifact/corpus.jsonl), ingested through the Python API into a fresh
 embedded server. A second, unchanged ingest measures the no-op path (dedupe by content hash).
@@ -10,6 +11,8 @@ embedded server. A second, unchanged ingest measures the no-op path (dedupe by c
 in the worker process (the default: time and memory limits per item) and in-process, alternating, so the cost
 of the isolation is a ratio within one run. With `--real-docs`, the real documents (PDF, Office, scans, the ICDAR
 table PDFs) are also ingested with 1..N files extracted at once (`--workers`), alternating.
+
+`office`: a long Word document with many tables and a 30,000-row workbook, generated: seconds to extract each.
 
 `long`: one long dense PDF made of real text-layer pages (the Federal Register issue, the IBM Redbook sample, the
 20-page report and two ICDAR reports, repeated to `--long-pages`): pages/s extracted on one core, then the same file
@@ -180,6 +183,52 @@ def long(pages: int) -> None:
               f"{report.chunks} chunks); peak RSS this process {peak_rss_mb():.0f} MB, worker {worker_mb:.0f} MB")
 
 
+def long_office(sections: int, rows: int) -> None:
+    """A long Word document (`sections` headed sections of prose, a 20 x 6 table in every other one) and a
+    workbook (`rows` rows x 10 columns), made with python-docx and openpyxl from a seeded generator: seconds
+    to extract each on one core, in-process."""
+    import random
+
+    import docx
+    import openpyxl
+
+    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
+
+    rnd = random.Random(7)
+    vocabulary = [f"term{i}" for i in range(5000)]
+
+    def words(n: int) -> str:
+        return " ".join(rnd.choice(vocabulary) for _ in range(n))
+
+    with tempfile.TemporaryDirectory(prefix="ragd-bench-office-") as tmp:
+        doc = docx.Document()
+        for i in range(sections):
+            doc.add_heading(f"Section {i} {words(4)}", level=1 + i % 3)
+            for _ in range(5):
+                doc.add_paragraph(words(90))
+            if i % 2 == 0:
+                table = doc.add_table(rows=20, cols=6)
+                for r, row in enumerate(table.rows):
+                    for c, cell in enumerate(row.cells):
+                        cell.text = f"{rnd.randint(0, 99999):,}" if r and c else words(2)
+        book = openpyxl.Workbook()
+        sheet = book.active
+        sheet.append([f"column {i}" for i in range(10)])
+        for _ in range(rows):
+            sheet.append([words(2)] + [rnd.randint(0, 10**6) for _ in range(9)])
+        for kind, name, save in (("docx", "long.docx", doc.save), ("xlsx", "long.xlsx", book.save)):
+            path = Path(tmp) / name
+            save(path)
+            source = Source(path=path, data=path.read_bytes(), external_id=name, source_uri=path.as_uri())
+            t0 = time.perf_counter()
+            docs = list(EXTRACTORS[kind].extract(source, ExtractOptions()))
+            took = time.perf_counter() - t0
+            assert not isinstance(docs[0], Exception), docs[0]
+            what = f"{sections} sections, {sections // 2} tables" if kind == "docx" else f"{rows} rows x 10 columns"
+            print(f"long {kind.upper()} ({what}, {path.stat().st_size / 1e6:.1f} MB): extracted in {took:6.2f} s "
+                  f"({len(docs[0].blocks)} blocks)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs-hash", type=int, default=5183)
@@ -189,12 +238,16 @@ def main() -> None:
                         help="also the real documents of shared/data/docs (PDF, Office, scans), worker vs in-process")
     parser.add_argument("--workers", default="1,2", help="extraction worker counts to compare on the real documents")
     parser.add_argument("--long-pages", type=int, default=300, help="pages of the long dense PDF (0: skip)")
-    parser.add_argument("--only", choices=["files", "real", "long", "hash", "onnx"], action="append",
+    parser.add_argument("--office-sections", type=int, default=300, help="sections of the long DOCX")
+    parser.add_argument("--office-rows", type=int, default=30000, help="rows of the long workbook")
+    parser.add_argument("--only", choices=["files", "real", "long", "office", "hash", "onnx"], action="append",
                         help="run only these parts (repeatable)")
     args = parser.parse_args()
-    only = set(args.only or ["files", "real", "long", "hash", "onnx"])
+    only = set(args.only or ["files", "real", "long", "office", "hash", "onnx"])
     if args.long_pages and "long" in only:
         long(args.long_pages)
+    if "office" in only:
+        long_office(args.office_sections, args.office_rows)
     if "files" in only:
         files(args.files)
     if args.real_docs or "real" in (args.only or []):
