@@ -239,6 +239,57 @@ def test_parallel_extraction_gives_the_same_result_as_one_worker(client: ragd.Ra
     assert len(POOL._idle) >= min(before, 1) + 2  # three workers ran and were given back for the next run
 
 
+def _pdf_of_pages(path: Path, sources: list[tuple[str, list[int]]]) -> None:
+    """A PDF made of real pages of the shared PDFs, in the order given."""
+    import pypdfium2 as pdfium
+
+    from .conftest import DATA
+
+    out = pdfium.PdfDocument.new()
+    for name, pages in sources:
+        out.import_pages(pdfium.PdfDocument(DATA / "docs" / name), pages)
+    out.save(path)
+
+
+def test_long_pdf_read_in_page_ranges_by_several_workers_is_the_same_document(client: ragd.Ragd, tmp_path: Path,
+                                                                            name: str) -> None:
+    """With two workers, a PDF of `pdf_split_pages` pages or more has its pages read in ranges by both at once,
+    then laid out as one document: the same chunks (text, order, pages, boxes) as one worker reading it whole
+    (running headers found across the ranges, the page read by OCR in its range, the tables), and a PDF that
+    overruns its time limit fails alone, with the timeout's code."""
+    from ragd.config import Settings
+
+    long_pdf = tmp_path / "long.pdf"
+    _pdf_of_pages(long_pdf, [("pdfplumber/federal-register-2020-17221.pdf", list(range(15))),
+                             ("docling/pdf/sources/redp5110_sampled.pdf", [2, 3, 4]),  # page 3: read by OCR
+                             ("tables/icdar2013/us-001.pdf", [0, 1])])
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nHeat pump service interval.\n")
+
+    def chunks(label: str, settings: Settings,
+               workers: int) -> tuple[list[tuple[str, str, str | None]], list[tuple[Any, ...]]]:
+        col = ragd.Ragd(client.store, settings).collection(name + label)
+        report = col.ingest([long_pdf, note], workers=workers)
+        with client.store.tenant(col.tenant) as conn:
+            rows = conn.execute(
+                "SELECT d.external_id, c.chunk_index, c.content_hash, c.metadata "
+                "FROM chunks c JOIN documents d USING (doc_id) "
+                "WHERE c.collection_id = %s ORDER BY d.external_id, c.chunk_index", (col.collection_id,)).fetchall()
+        return [(Path(i.source_uri).name, i.status, i.error_code) for i in report.items], rows
+
+    whole = chunks("whole", client.settings, 1)
+    split = chunks("split", client.settings.model_copy(update={"pdf_split_pages": 8}), 2)
+    assert split == whole
+    items, rows = whole
+    assert items == [("long.pdf", "ingested", None), ("note.md", "ingested", None)]
+    pages = {p for r in rows if r[0].endswith("long.pdf") for p in r[3].get("pages", [])}
+    assert pages >= {1, 8, 15, 17, 19, 20}  # from every range
+    slow = client.settings.model_copy(update={"pdf_split_pages": 8, "extract_timeout_s": 0.5})
+    items, rows = chunks("slow", slow, 2)
+    assert items == [("long.pdf", "failed", "timeout"), ("note.md", "ingested", None)]
+    assert [r[0] for r in rows] == [str(note.resolve())]
+
+
 def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(settings: Any, name: str) -> None:
     """Batches are embedded ahead on one thread while another writes: the provider failing there still stops the
     run with its own error, the run is closed as failed, and every batch committed before stays whole."""

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     # each file is extracted in a worker process, stopped past this time or memory (isolation off: in-process)
     extract_isolation: bool = True
     ingest_workers: int = Field(default=0, ge=0)  # files extracted at once (worker processes); 0: the cores available
+    # with more than one worker, a PDF of this many pages or more is read by all of them at once, in page ranges
+    pdf_split_pages: int = Field(default=64, ge=2)
     extract_timeout_s: float = Field(default=600.0, gt=0)
     extract_memory_mb: int = Field(default=4096, ge=128)
     # whole-document MinHash similarity at or above which a new document is a near-duplicate; 1.0 disables

@@ -46,9 +46,9 @@ from . import bounds, dedupe
 from .bounds import Limits
 from .chunk import chunk_blocks
 from .detect import detect
-from .extract import EXTRACTORS, ExtractOptions, Source
+from .extract import EXTRACTORS, ExtractOptions, Source, pdf
 from .normalize import storable
-from .worker import POOL, Worker
+from .worker import POOL, PdfSplit, Worker
 
 if TYPE_CHECKING:
     from ..engine import Collection
@@ -193,6 +193,11 @@ def read_source(path: Path, max_bytes: int) -> Source:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise FileTooLarge(f"{path.name} grew past the {max_bytes}-byte limit while it was read (RAGD_MAX_FILE_BYTES)")
+    return _source(path, data)
+
+
+def _source(path: Path, data: bytes) -> Source:
+    resolved = path.resolve()
     # a file name that is not valid UTF-8 keeps its bytes visible (and distinct) as \xNN escapes
     return Source(path=path, data=data, external_id=_display(resolved), source_uri=resolved.as_uri())
 
@@ -207,46 +212,140 @@ def _file_kind(mode: int) -> str:
 
 def extract_path(path: Path, limits: Limits, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
     try:
-        source = read_source(path, limits.max_file_bytes)
-        kind = detect(path, source.data)
-        if not source.data.strip():
-            raise EmptyDocument(f"{path.name} is empty")
-        bounds.check(kind, path.name, source.data, limits)
+        kind, source = _read_checked(path, limits)
         yield from EXTRACTORS[kind].extract(source, options)
-    except RagdError as exc:
-        yield exc
-    except OSError as exc:
-        yield IngestError(f"{_display(path)}: cannot read: {exc.strerror or exc}")
-    except MemoryError:
-        yield FileTooLarge(f"{path.name}: extraction ran out of memory")
-    except Exception as exc:  # a parser library choking on a malformed file fails that file only
-        yield CorruptDocument(f"{path.name}: could not be extracted ({type(exc).__name__}: {exc})")
+    except Exception as exc:
+        yield _extract_error(path, exc)
+
+
+def _read_checked(path: Path, limits: Limits) -> tuple[str, Source]:
+    """The file's format and bytes, after the checks made before any parser runs."""
+    source = read_source(path, limits.max_file_bytes)
+    kind = detect(path, source.data)
+    if not source.data.strip():
+        raise EmptyDocument(f"{path.name} is empty")
+    bounds.check(kind, path.name, source.data, limits)
+    return kind, source
+
+
+def _extract_error(path: Path, exc: Exception) -> Exception:
+    """What an exception raised while extracting a file says in its report."""
+    if isinstance(exc, RagdError):
+        return exc
+    if isinstance(exc, OSError):
+        return IngestError(f"{_display(path)}: cannot read: {exc.strerror or exc}")
+    if isinstance(exc, MemoryError):
+        return FileTooLarge(f"{path.name}: extraction ran out of memory")
+    # a parser library choking on a malformed file fails that file only
+    return CorruptDocument(f"{path.name}: could not be extracted ({type(exc).__name__}: {exc})")
+
+
+def extract_or_split(path: Path, limits: Limits, options: ExtractOptions,
+                     split_pages: int = 0) -> list[ExtractedDocument | Exception] | PdfSplit:
+    """A file's documents, or for a PDF of `split_pages` pages or more (when given) its page count, for the
+    caller to have its pages read by several workers at once."""
+    if not split_pages:
+        return list(extract_path(path, limits, options))
+    found: list[ExtractedDocument | Exception] = []
+    try:
+        kind, source = _read_checked(path, limits)
+        if kind == "pdf" and (pages := pdf.page_count(source)) >= split_pages:
+            return PdfSplit(pages)
+        found.extend(EXTRACTORS[kind].extract(source, options))
+    except Exception as exc:
+        found.append(_extract_error(path, exc))
+    return found
+
+
+PDF_RANGE_PAGES = 16  # the fewest pages of a long PDF read by one worker at a time
+
+
+@dataclass
+class PdfPart:
+    """Pages start..stop of a PDF read in a worker: what was read, and the pages' boxes as a spool's bytes."""
+
+    read: pdf.PagesRead
+    pages: int
+    boxes: bytes
+
+
+def read_pdf_pages(path: Path, limits: Limits, start: int, stop: int) -> PdfPart | list[Exception]:
+    try:
+        _, source = _read_checked(path, limits)
+        with pdf.PageSpool() as spool:
+            read = pdf.read_pages(source, spool, start, stop)
+            return PdfPart(read, len(spool), spool.to_bytes())
+    except Exception as exc:
+        return [_extract_error(path, exc)]
+
+
+def lay_out_pdf(path: Path, parts: list[PdfPart]) -> list[ExtractedDocument | Exception]:
+    """The document of a PDF from its page ranges, in order."""
+    try:
+        read = pdf.PagesRead()
+        for part in parts:
+            read.extend(part.read)
+        with pdf.PageSpool.from_bytes([(p.pages, p.boxes) for p in parts]) as spool:
+            return list(pdf.lay_out(_source(path, b""), read, spool))
+    except Exception as exc:
+        return [_extract_error(path, exc)]
 
 
 class _Extraction:
     """Extracts files, each in a worker process under the time and memory limits when isolation is on, up to
     `workers` files at once; results come back in the order of the files, whatever the number of workers, so
-    item numbers, ids and chunks are the same for any N."""
+    item numbers, ids and chunks are the same for any N. With more than one worker, a PDF of `pdf_split_pages`
+    pages or more has its pages read in ranges by the workers at once (each range under the limits), then laid
+    out as one document: each page is read on its own, so the document is the same as one worker's."""
 
     def __init__(self, settings: Settings, options: ExtractOptions, workers: int = 1):
         self.limits = Limits.from_settings(settings)
         self.isolated = settings.extract_isolation
         self.options = options
         self.workers = max(1, workers) if self.isolated else 1  # in-process parsers hold the GIL: one at a time
+        self.split_pages = settings.pdf_split_pages if self.workers > 1 else 0
         self._taken: list[Worker] = []
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._ranges = threading.BoundedSemaphore(self.workers)  # page ranges read at once, over all files
 
     def __call__(self, path: Path) -> list[ExtractedDocument | Exception]:
         if not self.isolated:
             return list(extract_path(path, self.limits, self.options))
+        answer = self._worker().extract(path, self.options, self.split_pages)
+        return self._split(path, answer.pages) if isinstance(answer, PdfSplit) else answer
+
+    def _worker(self) -> Worker:
+        """This thread's worker, started (or taken from the idle pool) on first use or after it was killed."""
         worker: Worker | None = getattr(self._local, "worker", None)
         if worker is None or not worker.alive:
             worker = POOL.take(self.limits)
             self._local.worker = worker
             with self._lock:
                 self._taken.append(worker)
-        return worker.extract(path, self.options)
+        return worker
+
+    def _split(self, path: Path, pages: int) -> list[ExtractedDocument | Exception]:
+        """A long PDF read in page ranges by `workers` workers at once, then laid out by this thread's worker;
+        the first range that fails fails the file."""
+        size = max(PDF_RANGE_PAGES, -(-pages // (2 * self.workers)))
+        ranges = [(start, min(start + size, pages)) for start in range(0, pages, size)]
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragd-pages") as pool:
+            parts = list(pool.map(lambda r: self._read_range(path, *r), ranges))
+        for part in parts:
+            if isinstance(part, list):
+                return list(part)
+        answer: list[ExtractedDocument | Exception] = self._worker().ask(("pdf_layout", path, parts), path)
+        return answer
+
+    def _read_range(self, path: Path, start: int, stop: int) -> PdfPart | list[Exception]:
+        with self._ranges:
+            worker = POOL.take(self.limits)
+            try:
+                part: PdfPart | list[Exception] = worker.ask(("pdf_pages", path, start, stop), path)
+                return part
+            finally:
+                POOL.give_back(worker)
 
     def each(self, sources: Sequence[Path | IngestError]) -> Iterator[tuple[Path | IngestError, list[Any]]]:
         """(source, its documents or failures), in the order of `sources`; a source that is already an error

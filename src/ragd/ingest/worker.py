@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,13 @@ from .extract import ExtractOptions
 POLL_S = 0.05
 STARTUP_S = 120
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True)
+class PdfSplit:
+    """A worker's answer for a PDF long enough to be read in page ranges by several workers at once."""
+
+    pages: int
 
 
 class Worker:
@@ -66,16 +74,25 @@ class Worker:
         """Alive and not left mid-request (an interrupted caller): its next answer would be a stale one."""
         return self.alive and not self._busy
 
-    def extract(self, path: Path, options: ExtractOptions) -> list[ExtractedDocument | Exception]:
-        """The documents of one file, or one exception saying why there are none. On an overrun the worker is
-        killed (and `alive` is False afterwards)."""
-        self._conn.send((path, options))
+    def extract(self, path: Path, options: ExtractOptions,
+                split_pages: int = 0) -> list[ExtractedDocument | Exception] | PdfSplit:
+        """The documents of one file, or one exception saying why there are none; with `split_pages`, a PDF of
+        that many pages or more comes back as a PdfSplit (its page count), to be read in ranges. On an overrun
+        the worker is killed (and `alive` is False afterwards)."""
+        answer: list[ExtractedDocument | Exception] | PdfSplit = self.ask(("extract", path, options, split_pages),
+                                                                          path)
+        return answer
+
+    def ask(self, request: tuple[Any, ...], path: Path) -> Any:
+        """The worker's answer to one request about `path`, or a list of one exception when it overran its
+        time or memory or died (the file's failure)."""
+        self._conn.send(request)
         self._busy = True
         started = time.monotonic()
         while True:
             if self._conn.poll(POLL_S):
                 try:
-                    result: list[ExtractedDocument | Exception] = self._conn.recv()
+                    result = self._conn.recv()
                     self._busy = False
                     return result
                 except (EOFError, OSError):
@@ -117,7 +134,7 @@ def serve(fd: int) -> None:
     conn = Connection(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it stops this process)
     limits: Limits = conn.recv()
-    from .pipeline import extract_path
+    from .pipeline import extract_or_split, lay_out_pdf, read_pdf_pages
 
     if not sys.platform.startswith("linux"):  # no /proc to watch from the parent: the kernel enforces it
         import resource
@@ -132,10 +149,16 @@ def serve(fd: int) -> None:
             return
         if request is None:
             return
-        path, options = request
-        results: list[Any] = list(extract_path(path, limits, options))
+        kind, path, *args = request
+        answer: Any
+        if kind == "pdf_pages":  # pages start..stop of a long PDF, unlaid
+            answer = read_pdf_pages(path, limits, *args)
+        elif kind == "pdf_layout":  # the document of a long PDF's ranges read by workers
+            answer = lay_out_pdf(path, *args)
+        else:
+            answer = extract_or_split(path, limits, *args)
         try:
-            conn.send(results)
+            conn.send(answer)
         except OSError:  # the parent is gone
             return
 

@@ -10,8 +10,8 @@ import re
 import tempfile
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestError
@@ -556,11 +556,111 @@ class PageSpool:
         pickle.dump(boxes, self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._count += 1
 
+    def to_bytes(self) -> bytes:
+        """The spooled pages as one string of bytes, to hand to another process (`from_bytes` there)."""
+        self._file.seek(0)
+        data = self._file.read()
+        self._file.seek(0, io.SEEK_END)
+        return data
+
+    @classmethod
+    def from_bytes(cls, parts: Sequence[tuple[int, bytes]], max_bytes: int = SPOOL_BYTES) -> PageSpool:
+        """A spool of the pages of other spools' `to_bytes`, given as (page count, bytes), in order."""
+        spool = cls(max_bytes)
+        for count, data in parts:
+            spool._file.write(data)
+            spool._count += count
+        return spool
+
     def __iter__(self) -> Iterator[list[Box]]:
         self._file.seek(0)
         for _ in range(self._count):
             yield pickle.load(self._file)  # our own pickles, written above in this process
         self._file.seek(0, io.SEEK_END)
+
+
+@dataclass
+class PagesRead:
+    """Pages of a PDF as read, before layout (their boxes are in a PageSpool): each page's height and margin
+    texts (running header candidates), the pages read by OCR, warnings, and the title from the metadata."""
+
+    heights: list[float] = field(default_factory=list)
+    margins: list[set[str]] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    title: str | None = None
+
+    def extend(self, later: PagesRead) -> None:
+        """Add the pages read after these (the next range of the same document)."""
+        self.heights += later.heights
+        self.margins += later.margins
+        self.ocr_pages += later.ocr_pages
+        self.warnings += later.warnings
+        self.title = self.title or later.title
+
+
+def _open(source: Source) -> tuple[Any, list[Any]]:
+    from pdfplumber.utils.exceptions import PdfminerException
+
+    from .pdfpages import FastPDF
+
+    try:
+        pdf = FastPDF.open(io.BytesIO(source.data))
+        pages = pdf.pages
+    except PdfminerException as exc:
+        raise _open_error(source, exc) from exc
+    except Exception as exc:  # pdfminer raises a zoo of types on damaged files
+        raise CorruptDocument(f"{source.path.name}: damaged PDF ({type(exc).__name__}: {exc})") from exc
+    if not pages:
+        pdf.close()
+        raise EmptyDocument(f"{source.path.name} has no pages")
+    return pdf, pages
+
+
+def page_count(source: Source) -> int:
+    """How many pages the PDF has (as read_pages numbers them); an IngestError when it cannot be opened."""
+    pdf, pages = _open(source)
+    with pdf:
+        return len(pages)
+
+
+def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | None = None) -> PagesRead:
+    """Read pages start..stop (0-based, stop excluded; all by default), their boxes appended to the spool.
+    Each page is read on its own, so ranges read apart and joined in order equal the whole read at once."""
+    from pdfplumber.utils.exceptions import PdfminerException
+
+    pdf, pages = _open(source)
+    read = PagesRead()
+    with pdf:
+        try:
+            for index in range(start, len(pages) if stop is None else min(stop, len(pages))):
+                page = pages[index]
+                boxes, ocr, warning = _read_page(source.data, index, page)
+                read.ocr_pages.extend([index + 1] if ocr else [])
+                read.warnings.extend([warning] if warning else [])
+                read.heights.append(float(page.height))
+                read.margins.append(_margin_keys(boxes, read.heights[-1]))
+                spool.append(boxes)
+                page.flush_cache()
+            read.title = _title(pdf.metadata) if start == 0 else None
+        except PdfminerException as exc:
+            raise _open_error(source, exc) from exc
+    return read
+
+
+def lay_out(source: Source, read: PagesRead, spool: PageSpool) -> Iterator[ExtractedDocument | Exception]:
+    """The document of pages read into the spool: running headers dropped, each page laid out in turn."""
+    running = _running(read.margins)
+    laid_out = []
+    for number, (boxes, height) in enumerate(zip(spool, read.heights), start=1):
+        page_text = PageText(number)
+        for leaf in reading_order(_strip(boxes, height, running)):
+            page_text.blocks.extend(leaf_blocks(leaf, number))
+        laid_out.append(page_text)
+    blocks = finish(laid_out)
+    yield from single_document(source, "pdf", read.title or _first_heading(blocks), blocks,
+                               metadata={"pages": len(read.heights), "ocr_pages": read.ocr_pages},
+                               warnings=read.warnings)
 
 
 class PdfExtractor:
@@ -570,48 +670,13 @@ class PdfExtractor:
         self.spool_bytes = spool_bytes  # pages' boxes kept in memory up to this while a document is read
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
-        from pdfplumber.utils.exceptions import PdfminerException
-
-        from .pdfpages import FastPDF
-
-        try:
-            pdf = FastPDF.open(io.BytesIO(source.data))
-            pages = pdf.pages
-        except PdfminerException as exc:
-            yield _open_error(source, exc)
-            return
-        except Exception as exc:  # pdfminer raises a zoo of types on damaged files
-            yield CorruptDocument(f"{source.path.name}: damaged PDF ({type(exc).__name__}: {exc})")
-            return
-        if not pages:
-            pdf.close()
-            yield EmptyDocument(f"{source.path.name} has no pages")
-            return
-        with pdf, PageSpool(self.spool_bytes) as spool:
+        with PageSpool(self.spool_bytes) as spool:
             try:
-                heights, margins, ocr_pages, warnings = [], [], [], []
-                for index, page in enumerate(pages):
-                    boxes, ocr, warning = _read_page(source.data, index, page)
-                    ocr_pages.extend([index + 1] if ocr else [])
-                    warnings.extend([warning] if warning else [])
-                    heights.append(float(page.height))
-                    margins.append(_margin_keys(boxes, heights[-1]))
-                    spool.append(boxes)
-                    page.flush_cache()
-            except PdfminerException as exc:
-                yield _open_error(source, exc)
+                read = read_pages(source, spool)
+            except IngestError as exc:
+                yield exc
                 return
-            title = _title(pdf.metadata)
-            running = _running(margins)
-            laid_out = []
-            for number, (boxes, height) in enumerate(zip(spool, heights), start=1):
-                page_text = PageText(number)
-                for leaf in reading_order(_strip(boxes, height, running)):
-                    page_text.blocks.extend(leaf_blocks(leaf, number))
-                laid_out.append(page_text)
-        blocks = finish(laid_out)
-        yield from single_document(source, "pdf", title or _first_heading(blocks), blocks,
-                                   metadata={"pages": len(heights), "ocr_pages": ocr_pages}, warnings=warnings)
+            yield from lay_out(source, read, spool)
 
 
 def _read_page(data: bytes, index: int, page: Any) -> tuple[list[Box], bool, str | None]:
