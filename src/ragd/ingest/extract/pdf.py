@@ -504,9 +504,14 @@ def _ocr_page(data: bytes, index: int) -> list[Box]:
             for b in boxes]
 
 
+def _margin_key(b: Box, height: float) -> str | None:
+    """The text (digits ignored) of a box in the page's top or bottom 8%, a running header's candidate; None for
+    any other box."""
+    return _DIGITS.sub("#", b.text) if b.table is None and _margin(b, height) else None
+
+
 def _margin_keys(boxes: list[Box], height: float) -> set[str]:
-    """The texts (digits ignored) of a page's boxes in its top or bottom 8%: a running header's candidates."""
-    return {_DIGITS.sub("#", b.text) for b in boxes if b.table is None and _margin(b, height)}
+    return {k for b in boxes if (k := _margin_key(b, height)) is not None}
 
 
 def _running(keys: list[set[str]]) -> set[str]:
@@ -519,7 +524,7 @@ def _running(keys: list[set[str]]) -> set[str]:
 
 
 def _strip(boxes: list[Box], height: float, running: set[str]) -> list[Box]:
-    return [b for b in boxes if not (b.table is None and _margin(b, height) and _DIGITS.sub("#", b.text) in running)]
+    return [b for b in boxes if _margin_key(b, height) not in running]
 
 
 def _margin(b: Box, height: float) -> bool:
@@ -550,7 +555,7 @@ class PageSpool:
     @property
     def on_disk(self) -> bool:
         """Past max_bytes: SpooledTemporaryFile moves to a file as soon as it holds more."""
-        return self._file.tell() > self._max_bytes if self._count else False
+        return self._file.tell() > self._max_bytes
 
     def append(self, boxes: list[Box]) -> None:
         pickle.dump(boxes, self._file, protocol=pickle.HIGHEST_PROTOCOL)
