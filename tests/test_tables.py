@@ -158,27 +158,35 @@ def test_a_ruled_table_with_an_open_stub_and_last_column_keeps_both() -> None:
     assert len(tables) == 4
 
 
-@pytest.mark.parametrize("name", [
+FAST_PAGE_FILES = [
     "pdfplumber/federal-register-2020-17221.pdf",  # dense three-column text
     "tables/icdar2013/eu-012.pdf",  # ruled tables
     "tables/camelot/superscript.pdf",  # raised marks, two fonts
     "pdfplumber/issue-71-duplicate-chars-2.pdf",  # glyphs drawn twice
     "docling/pdf/sources/redp5110_sampled.pdf",  # a book, images, a page read by OCR
     "synthetic/twocol.pdf",
-])
-def test_fast_pages_read_exactly_what_pdfplumber_reads(name: str) -> None:
-    """FastPage builds each character's dict itself: every object of every page equals pdfplumber's own."""
+]
+
+
+def _pdf_path(name: str) -> Path:
+    path = DATA / "docs" / name
+    if not path.exists():  # the camelot set names files as camelot does
+        path = next((DATA / "docs" / "tables" / "camelot").rglob(Path(name).name))
+    return path
+
+
+@pytest.mark.parametrize("name", FAST_PAGE_FILES)
+def test_pages_pdfminer_reads_are_exactly_what_pdfplumber_reads(name: str) -> None:
+    """Where FastPage reads a page with pdfminer (PLAYA off or unable), it builds each character's dict itself:
+    every object of every page equals pdfplumber's own."""
     import io
 
     import pdfplumber
 
     from ragd.ingest.extract.pdfpages import FastPDF
 
-    path = DATA / "docs" / name
-    if not path.exists():  # the camelot set names files as camelot does
-        path = next((DATA / "docs" / "tables" / "camelot").rglob(Path(name).name))
-    data = path.read_bytes()
-    with pdfplumber.open(io.BytesIO(data)) as plain, FastPDF.open(io.BytesIO(data)) as fast:
+    data = _pdf_path(name).read_bytes()
+    with pdfplumber.open(io.BytesIO(data)) as plain, FastPDF.open_bytes(data, use_playa=False) as fast:
         assert len(fast.pages) == len(plain.pages)
         chars = 0
         for ours, theirs in zip(fast.pages, plain.pages):
@@ -191,3 +199,68 @@ def test_fast_pages_read_exactly_what_pdfplumber_reads(name: str) -> None:
                             for o in theirs.objects.get(kind, [])])
             chars += len(ours.chars)
         assert chars > 100
+
+
+def test_a_pdf_playa_cannot_open_is_read_by_pdfminer() -> None:
+    """PLAYA given bytes it cannot parse: every page is read by pdfminer, exactly as with PLAYA off."""
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    data = _pdf_path("tables/camelot/superscript.pdf").read_bytes()
+    with FastPDF.open_bytes(data) as broken, FastPDF.open_bytes(data, use_playa=False) as plain:
+        broken._playa_data = data[: len(data) // 3]  # what PLAYA parses: a cut file, no trailer, no pages
+        assert broken.playa_page(broken.pages[0]) is None
+        for ours, theirs in zip(broken.pages, plain.pages, strict=True):
+            assert ours.chars == theirs.chars and ours.rects == theirs.rects
+            assert ours.reader == "pdfminer"
+
+
+def test_a_long_pdf_parsed_again_every_few_pages_reads_the_same() -> None:
+    """PLAYA's document is parsed again every `playa_pages` pages (it keeps all it reads): every page's objects
+    are the same as from one parse."""
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    data = _pdf_path("pdfplumber/issue-71-duplicate-chars-2.pdf").read_bytes()  # 20 pages
+    with FastPDF.open_bytes(data) as often, FastPDF.open_bytes(data) as once:
+        often.playa_pages = 3
+        docs = []  # each parse, kept alive so their ids are distinct
+        for ours, theirs in zip(often.pages, once.pages, strict=True):
+            assert ours.chars == theirs.chars and ours.curves == theirs.curves and ours.rects == theirs.rects
+            assert ours.reader == theirs.reader == "playa"
+            docs.append(often._playa)
+        assert len({id(d) for d in docs}) == 7  # pages 1-3, 4-6, ..., 19-20
+
+
+@pytest.mark.parametrize("name", FAST_PAGE_FILES)
+def test_pages_playa_reads_are_what_pdfminer_reads(name: str) -> None:
+    """PLAYA reads the same objects as pdfminer, in the same order: the same sizes and turns; characters within
+    half a point of the same place (pdfminer leaves the horizontal scaling off character spacing, PLAYA applies
+    it as the PDF reference says: on a line set with both the two drift apart by tenths of a point), but for the
+    right edge of a glyph pdfminer knows no width for (advance 0); rules and boxes at the same points (1e-6).
+    Fonts without a Unicode map are decoded in their own ways (a glyph one reads and the other leaves a number,
+    a Windows-1252 byte), and a character's top and bottom come from its font's descent, which PLAYA reads
+    otherwise for a few fonts (Symbol, Type 3): the same text for 99% of the characters or more, the same top
+    and bottom for 97% or more."""
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    data = _pdf_path(name).read_bytes()
+    near = pytest.approx
+    with FastPDF.open_bytes(data) as fast, FastPDF.open_bytes(data, use_playa=False) as slow:
+        chars = same_top = same_text = 0
+        for ours, theirs in zip(fast.pages, slow.pages, strict=True):
+            for kind in ("char", "line", "rect", "curve", "image"):
+                assert len(ours.objects.get(kind, [])) == len(theirs.objects.get(kind, [])), (ours.page_number, kind)
+            assert (ours.reader, theirs.reader) == ("playa", "pdfminer")  # PLAYA read it, not the fallback
+            for a, b in zip(ours.chars, theirs.chars):
+                same_text += a["text"] == b["text"]
+                assert (a["upright"], a["size"], a["matrix"][:4]) == (b["upright"], near(b["size"]),
+                                                                       near(b["matrix"][:4]))
+                assert (a["x0"], a["x1"] if b["adv"] else 0) == near((b["x0"], b["x1"] if b["adv"] else 0), abs=0.5)
+                same_top += abs(a["top"] - b["top"]) < 1e-6 and abs(a["bottom"] - b["bottom"]) < 1e-6
+            for kind in ("line", "rect", "curve"):
+                for a, b in zip(ours.objects.get(kind, []), theirs.objects.get(kind, [])):
+                    assert [c for p in a["pts"] for c in p] == near([c for p in b["pts"] for c in p], abs=1e-6)
+                    assert (a["fill"], a["stroke"]) == (b["fill"], b["stroke"])
+            chars += len(ours.chars)
+        assert chars > 100
+        assert same_top >= 0.97 * chars
+        assert same_text >= 0.99 * chars

@@ -610,7 +610,7 @@ def _open(source: Source) -> tuple[Any, list[Any]]:
     from .pdfpages import FastPDF
 
     try:
-        pdf = FastPDF.open(io.BytesIO(source.data))
+        pdf = FastPDF.open_bytes(source.data)
         pages = pdf.pages
     except PdfminerException as exc:
         raise _open_error(source, exc) from exc

@@ -1,25 +1,53 @@
-"""pdfplumber pages whose characters are read faster, with the same result.
+"""pdfplumber pages read faster: PLAYA interprets the content, pdfplumber's dicts come out.
 
-pdfplumber turns every pdfminer character into a dict by passing each of its attributes through `resolve_all`
-(made for PDF object references, which a character's numbers and names never are): on dense text pages that
-is 30-45% of the extraction time. `Page.process_object` here builds a character's dict directly and hands every
-other object to pdfplumber unchanged; `test_fast_pages_read_exactly_what_pdfplumber_reads` compares the two on
-real PDFs, so a pdfplumber release that changes its dicts is caught."""
+pdfplumber reads a page's content streams with pdfminer.six, in pure Python: on dense text pages that is most of
+the extraction time. PLAYA (playa-pdf, MIT, a descendant of pdfminer.six compiled with mypyc) interprets them
+about twice as fast and builds pdfminer's objects from them (`playa.miner`: characters with pdfminer's bounding
+boxes, paths classified into lines, rectangles and curves as pdfminer does). FastPage turns those into the dicts
+pdfplumber's own pages hold, so pdfplumber's words, tables, filters and crops work on them unchanged. A page
+PLAYA cannot read, or a document whose pages it numbers otherwise, is read by pdfminer as before
+(`process_object` builds a character's dict directly: passing each attribute through pdfplumber's `resolve_all`
+was 30-45% of the time; `use_playa=False` reads every page that way).
+
+What PLAYA reads otherwise (`test_pages_playa_reads_are_what_pdfminer_reads` bounds it on real PDFs): positions
+in their last bits, and by tenths of a point on lines set with both horizontal scaling and character spacing
+(which pdfminer does not scale); the descent, hence top and bottom, of a few fonts; glyphs of fonts without a
+Unicode map, which PLAYA often decodes where pdfminer writes "(cid:N)" (a glyph PLAYA reads as no text, a
+private-use code point, a Wingdings picture or a guessed StandardEncoding letter is written "(cid:N)" here as
+pdfminer would, and a control character that is a Windows-1252 byte as that character); a non-embedded
+standard font's name as the document gives it ("Arial,Bold", not "Helvetica-Bold"); the line width (PDF's
+default 1, not 0); marked content (the innermost, not the last opened)."""
 
 from __future__ import annotations
 
+import io
+import logging
+import re
 from functools import lru_cache
 from typing import Any
 from unicodedata import normalize as normalize_unicode
 
+import playa
 from pdfminer.layout import LTChar, LTItem
 from pdfminer.pdfpage import PDFPage
 from pdfplumber.page import ALL_ATTRS, Page, fix_fontname_bytes
 from pdfplumber.pdf import PDF
 from pdfplumber.utils.exceptions import PdfminerException
 from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
+from playa import miner
+from playa.content import ImageObject, PathObject, TextObject, XObjectObject
+from playa.encodings import LITERAL_STANDARD_CID2UNICODE
+
+_log = logging.getLogger(__name__)
+# PLAYA reports every oddity of a damaged file as a warning; what matters reaches the user as the page's text or
+# the file's error
+logging.getLogger("playa").setLevel(logging.ERROR)
 
 _PLAIN = frozenset({int, float, str, bool, type(None)})
+# the C1 controls as the Windows-1252 characters their bytes stand for (those it leaves undefined stay)
+_WINDOWS_1252 = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+_KINDS: dict[type, str] = {miner.LTChar: "char", miner.LTLine: "line", miner.LTRect: "rect",
+                           miner.LTCurve: "curve", miner.LTImage: "image"}
 
 
 @lru_cache(maxsize=256)
@@ -28,7 +56,150 @@ def _decoded(name: Any) -> str:
     return str(resolve_and_decode(name))
 
 
+def _color(color: Any) -> Any:
+    """A PLAYA colour as pdfminer gives it: one component as a number, several as a tuple."""
+    if color is None:
+        return None
+    values = color.values
+    return values[0] if len(values) == 1 else values
+
+
+def _family(space: Any) -> str:
+    """A colour space by its family ("ICCBased"), as pdfminer names it, not by its resource name ("Cs1")."""
+    spec = space.spec
+    if isinstance(spec, list) and spec and hasattr(spec[0], "name"):
+        return str(spec[0].name)
+    return str(space.name)
+
+
+_DINGBATS = re.compile(r"(?:[A-Z]{6}\+)?(?:wingdings|webdings)", re.IGNORECASE)
+
+
+def _guessed(font: Any) -> bool:
+    """Whether a font's glyphs carry no text PLAYA can know: a Wingdings or Webdings face (pictures, whatever its
+    maps say: "\u2122" or a control character for a bullet), or a font without a ToUnicode map whose encoding names
+    no glyphs, which PLAYA reads as StandardEncoding (a symbolic TrueType font, say). pdfminer reads no text from
+    such glyphs either, and the layout reads a lone one as a bullet."""
+    if _DINGBATS.match(str(getattr(font, "fontname", ""))) is not None:
+        return True
+    return (getattr(font, "tounicode", None) is None
+            and getattr(font, "_cid2unicode", None) is LITERAL_STANDARD_CID2UNICODE)
+
+
 class FastPage(Page):
+    reader: str | None = None  # which parser read the page's objects: "playa" or "pdfminer"
+
+    def parse_objects(self) -> dict[str, list[dict[str, Any]]]:
+        read = getattr(self.pdf, "playa_page", None)
+        page = read(self) if read is not None else None
+        if page is not None:
+            try:
+                objects = self._playa_objects(page)
+                self.reader = "playa"
+                return objects
+            except Exception as exc:
+                _log.debug("PLAYA could not read page %d (%s); reading it with pdfminer", self.page_number, exc)
+        self.reader = "pdfminer"
+        return super().parse_objects()
+
+    def _playa_objects(self, page: Any) -> dict[str, list[dict[str, Any]]]:
+        """pdfplumber's objects of a page PLAYA reads: the dicts `process_object` makes of pdfminer's, in the
+        order pdfminer lays them out (a form's contents in its place), made from PLAYA's pdfminer objects
+        (`playa.miner`)."""
+        objects: dict[str, list[dict[str, Any]]] = {}
+        number, height, doctop = self.page_number, self.height, self.initial_doctop
+        mb_x0, mb_top = self.mediabox[:2]
+        unicode_norm = self.pdf.unicode_norm
+        # a page draws with a few fonts, colours and colour spaces: what each gives is worked out once, kept by
+        # id with the object itself (so an id reused after the object is gone is never mistaken for it)
+        known: dict[int, tuple[Any, Any]] = {}
+
+        def once(obj: Any, work: Any) -> Any:
+            found = known.get(id(obj))
+            if found is None or found[0] is not obj:
+                found = known[id(obj)] = (obj, work(obj))
+            return found[1]
+
+        def point(pt: tuple[float, float]) -> tuple[float, float]:  # pdfplumber's point2coord
+            return (pt[0] + mb_x0, height - pt[1] + mb_top)
+
+        def add(kind: str, obj: Any, attr: dict[str, Any]) -> None:
+            marked = obj.mcstack[-1] if obj.mcstack else None
+            attr["mcid"] = marked.mcid if marked is not None else None
+            attr["tag"] = marked.tag if marked is not None else None
+            attr["top"] = height - attr["y1"] + mb_top
+            attr["bottom"] = height - attr["y0"] + mb_top
+            attr["doctop"] = doctop + attr["top"]
+            if mb_x0 != 0:
+                attr["x0"] += mb_x0
+                attr["x1"] += mb_x0
+            found = objects.get(kind)
+            if found is None:
+                objects[kind] = [attr]
+            else:
+                found.append(attr)
+
+        def char(glyph: Any) -> None:
+            obj = miner.LTChar(glyph)
+            text = glyph.text
+            if not text or once(glyph.font, _guessed) or "\ue000" <= text[0] <= "\uf8ff":
+                # no text, or a private-use code point (which means nothing outside its font): pdfminer's
+                # "(cid:N)" of a glyph it cannot map, which the layout reads as a symbol font's bullet
+                text = f"(cid:{glyph.cid})"
+            elif "\x80" <= text[0] <= "\x9f":  # a C1 control is a Windows-1252 byte left undecoded ("\x95")
+                text = text.translate(_WINDOWS_1252)
+            stroking, filling = once(obj.stroking_color, _color), once(obj.non_stroking_color, _color)
+            fontname = obj.fontname
+            add("char", obj, {
+                "matrix": obj.matrix, "fontname": fontname if isinstance(fontname, str) else
+                fix_fontname_bytes(fontname), "adv": obj.adv, "upright": obj.upright, "x0": obj.x0, "y0": obj.y0,
+                "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height, "size": obj.size,
+                "object_type": "char", "page_number": number, "ncs": once(obj.ncs, _family),
+                "text": normalize_unicode(unicode_norm, text) if unicode_norm is not None else text,
+                "stroking_color": stroking if isinstance(stroking, tuple) else (stroking,),
+                "non_stroking_color": filling if isinstance(filling, tuple) else (filling,)})
+
+        def shape(obj: Any) -> None:
+            dash = obj.dashing_style
+            add(_KINDS[type(obj)], obj, {
+                "x0": obj.x0, "y0": obj.y0, "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height,
+                "pts": [point(p) for p in obj.pts], "linewidth": obj.linewidth, "stroke": obj.stroke,
+                "fill": obj.fill, "evenodd": obj.evenodd, "stroking_color": once(obj.stroking_color, _color),
+                "non_stroking_color": once(obj.non_stroking_color, _color), "object_type": _KINDS[type(obj)],
+                "page_number": number,
+                "path": [(op, *[point(p) for p in pts]) for op, *pts in obj.original_path],
+                "dash": (list(dash.dash), dash.phase) if dash.dash or dash.phase else None})
+
+        def image(found: Any) -> None:
+            obj = miner.LTImage(found)
+            add("image", obj, {
+                "x0": obj.x0, "y0": obj.y0, "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height,
+                "name": obj.name, "stream": obj.stream, "srcsize": obj.srcsize, "imagemask": obj.imagemask,
+                "bits": obj.bits, "colorspace": obj.colorspace, "object_type": "image", "page_number": number})
+
+        def walk(items: Any) -> None:
+            for obj in items:
+                kind = type(obj)
+                if kind is TextObject:
+                    for glyph in obj:
+                        char(glyph)
+                elif kind is PathObject:
+                    ops = "".join(seg.operator for seg in obj.raw_segments)
+                    if ops[:1] != "m":
+                        continue  # a path must begin with a move: pdfminer draws nothing of one that does not
+                    several = ops.count("m") > 1
+                    part: Any
+                    for part in miner.process_object(obj):
+                        if not (several and len(part.original_path) == 1):  # a lone move among subpaths: nothing
+                            shape(part)
+                elif kind is XObjectObject:  # a form: its contents, as pdfminer's figure holds them
+                    walk(obj)
+                elif kind is ImageObject:
+                    image(obj)
+
+        walk(page)
+        return objects
+
     def process_object(self, obj: LTItem) -> dict[str, Any]:
         if type(obj) is not LTChar:
             return super().process_object(obj)
@@ -58,8 +229,50 @@ class FastPage(Page):
         return attr
 
 
+# PLAYA keeps every object it has read (each page's content streams too) until its document goes: a long PDF is
+# parsed again after this many pages, so it holds a few megabytes, not ~0.04 MB for each page read (a parse of a
+# 900-page, 21 MB file takes ~0.15 s, ~1% of reading 128 pages)
+PLAYA_PAGES = 128
+
+
 class FastPDF(PDF):
-    """pdfplumber's PDF whose pages are FastPage."""
+    """pdfplumber's PDF whose pages are FastPage. pdfminer reads the document's structure (pages, boxes,
+    metadata); PLAYA, given the same bytes, the pages' content. `use_playa=False` reads content with pdfminer."""
+
+    _playa_data: bytes | None = None  # the file, for PLAYA
+    _playa: Any = None  # PLAYA's document once open; False when it cannot serve
+    _playa_read = 0  # pages read from it
+    playa_pages = PLAYA_PAGES  # then it is parsed again
+
+    @classmethod
+    def open_bytes(cls, data: bytes, use_playa: bool = True) -> FastPDF:
+        pdf = cls.open(io.BytesIO(data))
+        assert isinstance(pdf, FastPDF)
+        pdf._playa_data = data if use_playa else None
+        return pdf
+
+    def close(self) -> None:
+        super().close()
+        self._playa, self._playa_data = False, None  # its parsed objects go with it
+
+    def playa_page(self, page: FastPage) -> Any:
+        """PLAYA's page for the same page object, or None (PLAYA off, unable to open the file, or numbering its
+        pages otherwise)."""
+        if self._playa is False or self._playa_data is None:
+            return None
+        if self._playa is None or self._playa_read >= self.playa_pages:
+            try:
+                doc = playa.parse(self._playa_data, space="page")
+                self._playa = doc if len(doc.pages) == len(self.pages) else False
+            except Exception as exc:  # a damaged file: pdfminer reads it, or says why not
+                _log.debug("PLAYA cannot read this PDF (%s); reading it with pdfminer", exc)
+                self._playa = False
+            if self._playa is False:
+                return None
+            self._playa_read = 0
+        self._playa_read += 1
+        found = self._playa.pages[page.page_number - 1]
+        return found if found.pageid == page.page_obj.pageid else None
 
     @property
     def pages(self) -> list[Page]:
