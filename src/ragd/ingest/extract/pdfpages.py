@@ -112,12 +112,13 @@ class FastPage(Page):
         unicode_norm = self.pdf.unicode_norm
         # a page draws with a few fonts, colours and colour spaces: what each gives is worked out once, kept by
         # id with the object itself (so an id reused after the object is gone is never mistaken for it)
-        known: dict[int, tuple[Any, Any]] = {}
+        known: dict[tuple[Any, int], tuple[Any, Any]] = {}
 
         def once(obj: Any, work: Any) -> Any:
-            found = known.get(id(obj))
+            key = (work, id(obj))
+            found = known.get(key)
             if found is None or found[0] is not obj:
-                found = known[id(obj)] = (obj, work(obj))
+                found = known[key] = (obj, work(obj))
             return found[1]
 
         def point(pt: tuple[float, float]) -> tuple[float, float]:  # pdfplumber's point2coord
