@@ -214,20 +214,23 @@ def test_a_pdf_playa_cannot_open_is_read_by_pdfminer() -> None:
             assert ours.reader == "pdfminer"
 
 
-def test_a_long_pdf_parsed_again_every_few_pages_reads_the_same() -> None:
-    """PLAYA's document is parsed again every `playa_pages` pages (it keeps all it reads): every page's objects
-    are the same as from one parse."""
-    from ragd.ingest.extract.pdfpages import FastPDF
+@pytest.mark.parametrize("every", [3, 1])
+def test_a_long_pdf_parsed_again_every_few_pages_reads_the_same(every: int) -> None:
+    """PLAYA's document is parsed again every `playa_pages` pages (it keeps all it reads), but never more than
+    PLAYA_PARSES times (a parse costs time in proportion to the document): every page's objects are the same as
+    from one parse."""
+    from ragd.ingest.extract.pdfpages import PLAYA_PARSES, FastPDF
 
     data = _pdf_path("pdfplumber/issue-71-duplicate-chars-2.pdf").read_bytes()  # 20 pages
     with FastPDF.open_bytes(data) as often, FastPDF.open_bytes(data) as once:
-        often.playa_pages = 3
+        often.playa_pages = every
         docs = []  # each parse, kept alive so their ids are distinct
         for ours, theirs in zip(often.pages, once.pages, strict=True):
             assert ours.chars == theirs.chars and ours.curves == theirs.curves and ours.rects == theirs.rects
             assert ours.reader == theirs.reader == "playa"
             docs.append(often._playa)
-        assert len({id(d) for d in docs}) == 7  # pages 1-3, 4-6, ..., 19-20
+        # a parse every 3 pages (1-3, 4-6, ..., 19-20): asked for every 3, or every page, which would be 20 > 8
+        assert PLAYA_PARSES == 8 and len({id(d) for d in docs}) == 7
 
 
 @pytest.mark.parametrize("name", FAST_PAGE_FILES)

@@ -231,9 +231,11 @@ class FastPage(Page):
 
 
 # PLAYA keeps every object it has read (each page's content streams too) until its document goes: a long PDF is
-# parsed again after this many pages, so it holds a few megabytes, not ~0.04 MB for each page read (a parse of a
-# 900-page, 21 MB file takes ~0.15 s, ~1% of reading 128 pages)
+# parsed again after this many pages (or an eighth of its pages, if more: a parse costs time in proportion to the
+# document, ~0.15 s for 900 pages and 21 MB, so a document is parsed at most ~8 times), holding a few megabytes,
+# not ~0.04 MB for each page read
 PLAYA_PAGES = 128
+PLAYA_PARSES = 8
 
 
 class FastPDF(PDF):
@@ -243,7 +245,7 @@ class FastPDF(PDF):
     _playa_data: bytes | None = None  # the file, for PLAYA
     _playa: Any = None  # PLAYA's document once open; False when it cannot serve
     _playa_read = 0  # pages read from it
-    playa_pages = PLAYA_PAGES  # then it is parsed again
+    playa_pages = PLAYA_PAGES  # then it is parsed again (at the least)
 
     @classmethod
     def open_bytes(cls, data: bytes, use_playa: bool = True) -> FastPDF:
@@ -261,7 +263,7 @@ class FastPDF(PDF):
         pages otherwise)."""
         if self._playa is False or self._playa_data is None:
             return None
-        if self._playa is None or self._playa_read >= self.playa_pages:
+        if self._playa is None or self._playa_read >= max(self.playa_pages, -(-len(self.pages) // PLAYA_PARSES)):
             try:
                 doc = playa.parse(self._playa_data, space="page")
                 self._playa = doc if len(doc.pages) == len(self.pages) else False
