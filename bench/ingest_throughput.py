@@ -17,7 +17,7 @@ table PDFs) are also ingested with 1..N files extracted at once (`--workers`), a
 `long`: one long dense PDF made of real text-layer pages (the Federal Register issue, the IBM Redbook sample, the
 20-page report and two ICDAR reports, repeated to `--long-pages`): pages/s extracted on one core, then the same file
 ingested end to end with one worker and with as many as there are cores (its pages read in ranges by all of them),
-with the largest worker's peak memory.
+with the largest worker's peak memory; and the parser alone, PLAYA against pdfminer, reading every page's objects.
 """
 
 from __future__ import annotations
@@ -160,6 +160,21 @@ def long_pdf(pages: int, path: Path) -> int:
     return len(out)
 
 
+def objects_per_s(path: Path, use_playa: bool) -> float:
+    """Pages/s reading every page's objects (characters, rules, images) as pdfplumber holds them, with PLAYA or
+    with pdfminer: the parser alone, before words, tables and layout."""
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    data = path.read_bytes()
+    t0 = time.perf_counter()
+    with FastPDF.open_bytes(data, use_playa=use_playa) as pdf:
+        for page in pdf.pages:
+            assert page.objects is not None
+            page.flush_cache()
+        n = len(pdf.pages)
+    return n / (time.perf_counter() - t0)
+
+
 def long(pages: int) -> None:
     from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
 
@@ -171,6 +186,7 @@ def long(pages: int) -> None:
         docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
         extract_s = time.perf_counter() - t0
         assert not isinstance(docs[0], Exception), docs[0]
+        playa, pdfminer = objects_per_s(path, True), objects_per_s(path, False)
         cores = default_workers()
         timings = {}
         with private_ragd("hash") as client:
@@ -185,10 +201,11 @@ def long(pages: int) -> None:
         split = (f"; {cores} workers reading page ranges {n / timings[cores]:6.1f} pages/s ({timings[cores]:6.1f} s, "
                  f"{timings[1] / timings[cores]:.2f}x)") if cores > 1 else ""
         print(f"long PDF {n} pages ({path.stat().st_size / 1e6:.1f} MB, {ocr} read by OCR: glyphs without a Unicode "
-              f"map for pdfminer): extraction on one core {n / extract_s:6.1f} "
+              f"map): extraction on one core {n / extract_s:6.1f} "
               f"pages/s ({extract_s:6.1f} s); ingest end to end, 1 worker {n / timings[1]:6.1f} pages/s "
               f"({timings[1]:6.1f} s, {report.chunks} chunks){split}; peak RSS this process {peak_rss_mb():.0f} MB, "
-              f"largest worker {worker_mb:.0f} MB")
+              f"largest worker {worker_mb:.0f} MB; page objects alone on one core: PLAYA {playa:6.1f} pages/s, "
+              f"pdfminer {pdfminer:6.1f} pages/s ({playa / pdfminer:.2f}x)")
 
 
 def long_office(sections: int, rows: int) -> None:
