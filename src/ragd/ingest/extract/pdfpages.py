@@ -46,8 +46,7 @@ logging.getLogger("playa").setLevel(logging.ERROR)
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 # the C1 controls as the Windows-1252 characters their bytes stand for (those it leaves undefined stay)
 _WINDOWS_1252 = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
-_KINDS: dict[type, str] = {miner.LTChar: "char", miner.LTLine: "line", miner.LTRect: "rect",
-                           miner.LTCurve: "curve", miner.LTImage: "image"}
+_SHAPES: dict[type, str] = {miner.LTLine: "line", miner.LTRect: "rect", miner.LTCurve: "curve"}
 
 
 @lru_cache(maxsize=256)
@@ -84,6 +83,17 @@ def _guessed(font: Any) -> bool:
         return True
     return (getattr(font, "tounicode", None) is None
             and getattr(font, "_cid2unicode", None) is LITERAL_STANDARD_CID2UNICODE)
+
+
+def _place(attr: dict[str, Any], height: float, mb_x0: float, mb_top: float, doctop: float) -> None:
+    """An object's top, bottom and place in the document from its PDF y coordinates, and its x coordinates moved
+    by the MediaBox's origin, as pdfplumber places its objects (pdfminer's are relative to the MediaBox)."""
+    attr["top"] = (height - attr["y1"]) + mb_top
+    attr["bottom"] = (height - attr["y0"]) + mb_top
+    attr["doctop"] = doctop + attr["top"]
+    if mb_x0 != 0:
+        attr["x0"] = attr["x0"] + mb_x0
+        attr["x1"] = attr["x1"] + mb_x0
 
 
 class FastPage(Page):
@@ -128,12 +138,7 @@ class FastPage(Page):
             marked = obj.mcstack[-1] if obj.mcstack else None
             attr["mcid"] = marked.mcid if marked is not None else None
             attr["tag"] = marked.tag if marked is not None else None
-            attr["top"] = height - attr["y1"] + mb_top
-            attr["bottom"] = height - attr["y0"] + mb_top
-            attr["doctop"] = doctop + attr["top"]
-            if mb_x0 != 0:
-                attr["x0"] += mb_x0
-                attr["x1"] += mb_x0
+            _place(attr, height, mb_x0, mb_top, doctop)
             found = objects.get(kind)
             if found is None:
                 objects[kind] = [attr]
@@ -161,12 +166,12 @@ class FastPage(Page):
                 "non_stroking_color": filling if isinstance(filling, tuple) else (filling,)})
 
         def shape(obj: Any) -> None:
-            dash = obj.dashing_style
-            add(_KINDS[type(obj)], obj, {
+            dash, kind = obj.dashing_style, _SHAPES[type(obj)]
+            add(kind, obj, {
                 "x0": obj.x0, "y0": obj.y0, "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height,
                 "pts": [point(p) for p in obj.pts], "linewidth": obj.linewidth, "stroke": obj.stroke,
                 "fill": obj.fill, "evenodd": obj.evenodd, "stroking_color": once(obj.stroking_color, _color),
-                "non_stroking_color": once(obj.non_stroking_color, _color), "object_type": _KINDS[type(obj)],
+                "non_stroking_color": once(obj.non_stroking_color, _color), "object_type": kind,
                 "page_number": number,
                 "path": [(op, *[point(p) for p in pts]) for op, *pts in obj.original_path],
                 "dash": (list(dash.dash), dash.phase) if dash.dash or dash.phase else None})
@@ -221,12 +226,7 @@ class FastPage(Page):
         if isinstance(attr["fontname"], bytes):
             attr["fontname"] = fix_fontname_bytes(attr["fontname"])
         mb_x0, mb_top = self.mediabox[:2]
-        attr["top"] = (self.height - attr["y1"]) + mb_top
-        attr["bottom"] = (self.height - attr["y0"]) + mb_top
-        attr["doctop"] = self.initial_doctop + attr["top"]
-        if mb_x0 != 0:
-            attr["x0"] = attr["x0"] + mb_x0
-            attr["x1"] = attr["x1"] + mb_x0
+        _place(attr, self.height, mb_x0, mb_top, self.initial_doctop)
         return attr
 
 
