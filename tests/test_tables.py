@@ -233,6 +233,27 @@ def test_a_long_pdf_parsed_again_every_few_pages_reads_the_same(every: int) -> N
         assert PLAYA_PARSES == 8 and len({id(d) for d in docs}) == 7
 
 
+@pytest.mark.parametrize("name", [*FAST_PAGE_FILES, "pdfplumber/pr-136-example.pdf"])  # vertical text too
+def test_text_read_in_one_pass_is_exactly_what_playas_glyphs_give(name: str) -> None:
+    """FastPage computes a text object's characters in one pass (PLAYA's glyph positions and pdfminer's boxes,
+    the same arithmetic in the same order): every character's dict, its keys in order, and every other object
+    are exactly those of PLAYA's glyph objects turned into pdfminer's LTChar, one by one."""
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    data = _pdf_path(name).read_bytes()
+    with FastPDF.open_bytes(data) as fast, FastPDF.open_bytes(data) as glyphs:
+        glyphs.playa_glyphs = True
+        chars = 0
+        for ours, theirs in zip(fast.pages, glyphs.pages, strict=True):
+            assert ours.chars == theirs.chars and [list(c) for c in ours.chars] == [list(c) for c in theirs.chars]
+            assert list(ours.objects) == list(theirs.objects)
+            for kind in ("line", "rect", "curve"):
+                assert ours.objects.get(kind, []) == theirs.objects.get(kind, [])
+            assert ours.reader == theirs.reader == "playa"
+            chars += len(ours.chars)
+        assert chars > 100
+
+
 @pytest.mark.parametrize("name", FAST_PAGE_FILES)
 def test_pages_playa_reads_are_what_pdfminer_reads(name: str) -> None:
     """PLAYA reads the same objects as pdfminer, in the same order: the same sizes and turns; characters within

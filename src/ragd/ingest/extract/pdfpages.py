@@ -37,6 +37,7 @@ from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
 from playa import miner
 from playa.content import ImageObject, PathObject, TextObject, XObjectObject
 from playa.encodings import LITERAL_STANDARD_CID2UNICODE
+from playa.utils import mult_matrix, transform_bbox, translate_matrix
 
 _log = logging.getLogger(__name__)
 # PLAYA reports every oddity of a damaged file as a warning; what matters reaches the user as the page's text or
@@ -83,6 +84,11 @@ def _guessed(font: Any) -> bool:
         return True
     return (getattr(font, "tounicode", None) is None
             and getattr(font, "_cid2unicode", None) is LITERAL_STANDARD_CID2UNICODE)
+
+
+def _widths(font: Any) -> dict[int, float]:
+    """A font's advances by character id, filled as its characters are met (PLAYA works each out again)."""
+    return {}
 
 
 def _place(attr: dict[str, Any], height: float, mb_x0: float, mb_top: float, doctop: float) -> None:
@@ -165,6 +171,73 @@ class FastPage(Page):
                 "stroking_color": stroking if isinstance(stroking, tuple) else (stroking,),
                 "non_stroking_color": filling if isinstance(filling, tuple) else (filling,)})
 
+        def text(obj: Any) -> None:
+            """A text object's characters: PLAYA's glyph iterator and pdfminer's LTChar, computed in one pass
+            (the same arithmetic, in the same order, so the same numbers), with what is the same for all of
+            them (font, colours, marked content) worked out once. Vertical writing and a zero font size or
+            scaling (which pdfminer's boxes divide by) go through PLAYA's glyphs."""
+            gstate = obj.gstate
+            font, fontsize, scaling = gstate.font, gstate.fontsize, gstate.scaling * 0.01
+            if font is None or font.vertical or fontsize == 0 or scaling == 0 or self.pdf.playa_glyphs:
+                for glyph in obj:
+                    char(glyph)
+                return
+            widths = once(font, _widths)
+            guessed = once(font, _guessed)
+            fontname = font.fontname
+            fontname = fontname if isinstance(fontname, str) else fix_fontname_bytes(fontname)
+            stroking, filling = once(gstate.scolor, _color), once(gstate.ncolor, _color)
+            stroking = stroking if isinstance(stroking, tuple) else (stroking,)
+            filling = filling if isinstance(filling, tuple) else (filling,)
+            ncs = once(gstate.ncs, _family)
+            marked = obj.mcstack[-1] if obj.mcstack else None
+            mcid, tag = (marked.mcid, marked.tag) if marked is not None else (None, None)
+            # PLAYA's TextObject.__iter__: the rendering matrix of each glyph, its advance along the line
+            tlm_ctm = mult_matrix(obj.line_matrix, obj.ctm)
+            scaling_matrix = (fontsize * scaling, 0, 0, fontsize, 0, gstate.rise)
+            charspace = gstate.charspace / fontsize
+            wordspace = 0 if font.multibyte else gstate.wordspace / fontsize
+            # pdfminer's character box (playa.miner.LTChar): the advance by a unit high, from the descent
+            descent = font.descent * font.matrix[3]
+            xscale, yscale = 1 / (fontsize * scaling), 1 / fontsize
+            chars = objects.get("char", [])
+            x, y = obj._glyph_offset
+            pos = x
+            for arg in obj.args:
+                if isinstance(arg, (int, float)):
+                    pos -= arg * 0.001 * fontsize * scaling
+                    continue
+                for cid, glyph_text in font.decode(arg):
+                    width = widths.get(cid)
+                    if width is None:
+                        width = widths[cid] = font.hdisp(cid)
+                    disp = width + charspace
+                    if cid == 32:
+                        disp += wordspace
+                    matrix = mult_matrix(scaling_matrix, translate_matrix(tlm_ctm, (pos, y)))
+                    a, b, c, d, e, f = matrix
+                    x0, y0, x1, y1 = transform_bbox(matrix, (0, descent, width, descent + 1))
+                    if not glyph_text or guessed or "\ue000" <= glyph_text[0] <= "\uf8ff":
+                        glyph_text = f"(cid:{cid})"
+                    elif "\x80" <= glyph_text[0] <= "\x9f":
+                        glyph_text = glyph_text.translate(_WINDOWS_1252)
+                    top, bottom = height - y1 + mb_top, height - y0 + mb_top
+                    if mb_x0 != 0:
+                        x0, x1 = x0 + mb_x0, x1 + mb_x0
+                    chars.append({
+                        "matrix": (a * xscale, b * yscale, c * xscale, d * yscale, e, f), "fontname": fontname,
+                        "adv": width * fontsize * scaling, "upright": a * d * scaling > 0 and b * c <= 0,
+                        "x0": x0, "y0": y0, "x1": x1, "y1": y1, "width": x1 - x0, "height": y1 - y0,
+                        "size": y1 - y0, "object_type": "char", "page_number": number, "ncs": ncs,
+                        "text": normalize_unicode(unicode_norm, glyph_text) if unicode_norm is not None
+                        else glyph_text, "stroking_color": stroking, "non_stroking_color": filling, "mcid": mcid,
+                        "tag": tag, "top": top, "bottom": bottom, "doctop": doctop + top})
+                    pos += disp * fontsize * scaling
+            if chars and "char" not in objects:
+                objects["char"] = chars
+            if obj._next_glyph_offset is None:
+                obj._next_glyph_offset = (pos, y)
+
         def shape(obj: Any) -> None:
             dash, kind = obj.dashing_style, _SHAPES[type(obj)]
             add(kind, obj, {
@@ -187,8 +260,7 @@ class FastPage(Page):
             for obj in items:
                 kind = type(obj)
                 if kind is TextObject:
-                    for glyph in obj:
-                        char(glyph)
+                    text(obj)
                 elif kind is PathObject:
                     ops = "".join(seg.operator for seg in obj.raw_segments)
                     if ops[:1] != "m":
@@ -246,6 +318,7 @@ class FastPDF(PDF):
     _playa: Any = None  # PLAYA's document once open; False when it cannot serve
     _playa_read = 0  # pages read from it
     playa_pages = PLAYA_PAGES  # then it is parsed again (at the least)
+    playa_glyphs = False  # read text through PLAYA's glyph objects, as the fast path is tested against
 
     @classmethod
     def open_bytes(cls, data: bytes, use_playa: bool = True) -> FastPDF:
