@@ -228,8 +228,8 @@ MIN_DOUBLED = 0.02  # share of a page's characters drawn twice at one place befo
 def _once(page: Any) -> Any:
     """The page with text drawn twice, a little offset (a fake bold), read once. pdfplumber's dedupe_chars is
     slow (a sort per character group), so it runs only on pages where a quick count finds doubled glyphs."""
-    seen = Counter((c["text"], round(c["x0"]), round(c["top"])) for c in page.chars)
-    doubled = sum(n - 1 for n in seen.values())
+    chars = page.chars
+    doubled = len(chars) - len({(c["text"], round(c["x0"]), round(c["top"])) for c in chars})  # repeats
     return page.dedupe_chars() if doubled > MIN_DOUBLED * len(page.chars) else page
 
 
@@ -351,6 +351,15 @@ def _filled(block: Block) -> float:
     return sum(sum(1 for c in row if c) for row in block.rows) / max(1, len(block.rows))
 
 
+def _around(page: Any, bbox: tuple[float, float, float, float]) -> Any:
+    """The page with only the characters whose middle lies in the box: a table read from it tests each of its
+    rows against these (pdfplumber tests every character on the page), and finds the same ones, since a row's
+    box lies inside the table's."""
+    x0, top, x1, bottom = bbox
+    return page.filter(lambda o: o.get("object_type") != "char" or (
+        x0 <= (o["x0"] + o["x1"]) / 2 <= x1 and top <= (o["top"] + o["bottom"]) / 2 <= bottom))
+
+
 def _text_page(page: Any) -> list[Box]:
     tables = []
     inset = _inset_shading(page)
@@ -361,6 +370,7 @@ def _text_page(page: Any) -> list[Box]:
     for table in found:
         if _column_rules(table, verticals) < MIN_COLUMN_RULES or _cuts_words(table, words):
             continue  # not a grid: its columns are whitespace, which the borderless tables read
+        table.page = _around(table.page, table.bbox)
         raw = table.extract(**_rotated_direction(page, table.bbox))
         x0, top, x1, bottom = table.bbox
         filled = [i for i, r in enumerate(raw) if any(r)]
