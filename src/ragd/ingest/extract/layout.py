@@ -141,17 +141,21 @@ def _touch(a: Box, b: Box) -> bool:
 def _group_lines(boxes: list[Box]) -> list[list[Box]]:
     """Boxes whose vertical centres are within half a line height of the line's first box, in y order."""
     lines: list[list[Box]] = []
+    left = right = 0.0  # how far the last line reaches: a box wholly beyond it overlaps none of its boxes
     for b in sorted(boxes, key=lambda b: (b.center, b.x0)):
         if lines:
             first = lines[-1][0]
             # boxes that overlap are on different lines; touching ones (a glyph's advance reaching past the next
             # glyph's start by a hair, as with a colon after a word) are not
-            if abs(b.center - first.center) <= 0.5 * min(first.height, b.height) and not any(
-                min(b.x1, o.x1) - max(b.x0, o.x0) > 0.2 * min(b.height, o.height) for o in lines[-1]
+            if abs(b.center - first.center) <= 0.5 * min(first.height, b.height) and (
+                b.x0 >= right or b.x1 <= left or not any(
+                    min(b.x1, o.x1) - max(b.x0, o.x0) > 0.2 * min(b.height, o.height) for o in lines[-1])
             ):
                 lines[-1].append(b)
+                left, right = min(left, b.x0), max(right, b.x1)
                 continue
         lines.append([b])
+        left, right = b.x0, b.x1
     return lines
 
 
