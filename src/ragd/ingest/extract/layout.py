@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -84,7 +83,7 @@ class Line:
 
     @property
     def font(self) -> str:
-        return Counter(b.font for b in self.boxes for _ in b.text).most_common(1)[0][0]
+        return _main_font(self.boxes)
 
     @property
     def text(self) -> str:
@@ -131,7 +130,16 @@ def _merge(words: list[Box]) -> Box:
                x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
                bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words),
                italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words),
-               font=Counter(w.font for w in words for _ in w.text).most_common(1)[0][0])
+               font=_main_font(words))
+
+
+def _main_font(boxes: Sequence[Box]) -> str:
+    """The typeface of most of the boxes' characters (the first met of those tied)."""
+    count: dict[str, int] = {}
+    for b in boxes:
+        if b.text:
+            count[b.font] = count.get(b.font, 0) + len(b.text)
+    return max(count.items(), key=lambda kv: kv[1])[0]
 
 
 def _touch(a: Box, b: Box) -> bool:

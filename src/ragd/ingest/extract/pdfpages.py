@@ -126,6 +126,7 @@ class FastPage(Page):
         number, height, doctop = self.page_number, self.height, self.initial_doctop
         mb_x0, mb_top = self.mediabox[:2]
         unicode_norm = self.pdf.unicode_norm
+        by_glyph = getattr(self.pdf, "playa_glyphs", False)
         # a page draws with a few fonts, colours and colour spaces: what each gives is worked out once, kept by
         # id with the object itself (so an id reused after the object is gone is never mistaken for it)
         known: dict[tuple[Any, int], tuple[Any, Any]] = {}
@@ -178,7 +179,7 @@ class FastPage(Page):
             scaling (which pdfminer's boxes divide by) go through PLAYA's glyphs."""
             gstate = obj.gstate
             font, fontsize, scaling = gstate.font, gstate.fontsize, gstate.scaling * 0.01
-            if font is None or font.vertical or fontsize == 0 or scaling == 0 or self.pdf.playa_glyphs:
+            if font is None or font.vertical or fontsize == 0 or scaling == 0 or by_glyph:
                 for glyph in obj:
                     char(glyph)
                 return
