@@ -4,7 +4,9 @@ pdfplumber reads a page's content streams with pdfminer.six, in pure Python: on 
 the extraction time. PLAYA (playa-pdf, MIT, a descendant of pdfminer.six compiled with mypyc) interprets them
 about twice as fast and builds pdfminer's objects from them (`playa.miner`: characters with pdfminer's bounding
 boxes, paths classified into lines, rectangles and curves as pdfminer does). FastPage turns those into the dicts
-pdfplumber's own pages hold, so pdfplumber's words, tables, filters and crops work on them unchanged. A page
+pdfplumber's own pages hold, so pdfplumber's words, tables, filters and crops work on them unchanged. A text
+object's characters are computed in one pass, the positions PLAYA's glyph iterator gives and the boxes
+`playa.miner.LTChar` makes, without building either object (`playa_glyphs` builds them: the same dicts). A page
 PLAYA cannot read, or a document whose pages it numbers otherwise, is read by pdfminer as before
 (`process_object` builds a character's dict directly: passing each attribute through pdfplumber's `resolve_all`
 was 30-45% of the time; `use_playa=False` reads every page that way).
@@ -86,6 +88,17 @@ def _guessed(font: Any) -> bool:
             and getattr(font, "_cid2unicode", None) is LITERAL_STANDARD_CID2UNICODE)
 
 
+def _text(text: str | None, cid: int, guessed: bool) -> str:
+    """A glyph's text as pdfminer gives it: no text, a glyph of a font whose text PLAYA guessed, or a private-use
+    code point (which means nothing outside its font) is pdfminer's "(cid:N)" of a glyph it cannot map, which
+    the layout reads as a symbol font's bullet; a C1 control is a Windows-1252 byte left undecoded ("\x95")."""
+    if not text or guessed or "\ue000" <= text[0] <= "\uf8ff":
+        return f"(cid:{cid})"
+    if "\x80" <= text[0] <= "\x9f":
+        return text.translate(_WINDOWS_1252)
+    return text
+
+
 def _widths(font: Any) -> dict[int, float]:
     """A font's advances by character id, filled as its characters are met (PLAYA works each out again)."""
     return {}
@@ -154,13 +167,7 @@ class FastPage(Page):
 
         def char(glyph: Any) -> None:
             obj = miner.LTChar(glyph)
-            text = glyph.text
-            if not text or once(glyph.font, _guessed) or "\ue000" <= text[0] <= "\uf8ff":
-                # no text, or a private-use code point (which means nothing outside its font): pdfminer's
-                # "(cid:N)" of a glyph it cannot map, which the layout reads as a symbol font's bullet
-                text = f"(cid:{glyph.cid})"
-            elif "\x80" <= text[0] <= "\x9f":  # a C1 control is a Windows-1252 byte left undecoded ("\x95")
-                text = text.translate(_WINDOWS_1252)
+            text = _text(glyph.text, glyph.cid, once(glyph.font, _guessed))
             stroking, filling = once(obj.stroking_color, _color), once(obj.non_stroking_color, _color)
             fontname = obj.fontname
             add("char", obj, {
@@ -224,10 +231,7 @@ class FastPage(Page):
                         qx, qy = a * width + c * (descent + 1) + e, b * width + d * (descent + 1) + f
                         x0, x1 = qx if qx < px else px, qx if qx > px else px  # min() and max() of the two
                         y0, y1 = qy if qy < py else py, qy if qy > py else py
-                    if not glyph_text or guessed or "\ue000" <= glyph_text[0] <= "\uf8ff":
-                        glyph_text = f"(cid:{cid})"
-                    elif "\x80" <= glyph_text[0] <= "\x9f":
-                        glyph_text = glyph_text.translate(_WINDOWS_1252)
+                    glyph_text = _text(glyph_text, cid, guessed)
                     attr = {
                         "matrix": (a * xscale, b * yscale, c * xscale, d * yscale, e, f), "fontname": fontname,
                         "adv": width * fontsize * scaling, "upright": a * d * scaling > 0 and b * c <= 0,
