@@ -289,3 +289,23 @@ def test_pages_playa_reads_are_what_pdfminer_reads(name: str) -> None:
         assert chars > 100
         assert same_top >= 0.97 * chars
         assert same_text >= 0.99 * chars
+
+
+@pytest.mark.parametrize("name", ["tables/icdar2013/eu-012.pdf", "tables/icdar2013/us-013.pdf",
+                                  "tables/camelot/row_span_1.pdf"])
+def test_a_ruled_table_read_from_the_characters_around_it_reads_as_from_the_whole_page(name: str) -> None:
+    """A ruled table's cells are read from the characters whose middle lies in the table (pdfplumber tests each
+    row against every character on the page): the same text in every cell, on pages with other text and tables."""
+    from ragd.ingest.extract.pdf import _around
+    from ragd.ingest.extract.pdfpages import FastPDF
+
+    cells = 0
+    with FastPDF.open_bytes(_pdf_path(name).read_bytes()) as pdf:
+        for page in pdf.pages:
+            for table in page.find_tables():
+                whole = table.extract()
+                assert len(_around(page, table.bbox).chars) < len(page.chars)  # some text lies outside
+                table.page = _around(page, table.bbox)
+                assert table.extract() == whole
+                cells += sum(1 for row in whole for c in row if c)
+    assert cells > 20
