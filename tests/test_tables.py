@@ -234,7 +234,8 @@ def test_a_long_pdf_parsed_again_every_few_pages_reads_the_same(every: int) -> N
 
 
 # vertical text, a MediaBox not at the origin (pdfminer's boxes are relative to it)
-@pytest.mark.parametrize("name", [*FAST_PAGE_FILES, "pdfplumber/pr-136-example.pdf", "row_span_1.pdf"])
+@pytest.mark.parametrize("name", [*FAST_PAGE_FILES, "pdfplumber/pr-136-example.pdf",
+                                  "tables/camelot/row_span_1.pdf"])
 def test_text_read_in_one_pass_is_exactly_what_playas_glyphs_give(name: str) -> None:
     """FastPage computes a text object's characters in one pass (PLAYA's glyph positions and pdfminer's boxes,
     the same arithmetic in the same order): every character's dict, its keys in order, and every other object

@@ -66,6 +66,23 @@ def _color(color: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _char_color(color: Any) -> tuple[Any, ...]:
+    """A character's colour as pdfplumber gives it: a tuple, of one component too."""
+    value = _color(color)
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _fontname(name: Any) -> str:
+    """A font's name as pdfplumber gives it: bytes that are not UTF-8 decoded as it decodes them."""
+    return name if isinstance(name, str) else fix_fontname_bytes(name)
+
+
+def _marked(obj: Any) -> tuple[Any, Any]:
+    """The marked-content id and tag an object is drawn in (the innermost), or Nones."""
+    marked = obj.mcstack[-1] if obj.mcstack else None
+    return (marked.mcid, marked.tag) if marked is not None else (None, None)
+
+
 def _family(space: Any) -> str:
     """A colour space by its family ("ICCBased"), as pdfminer names it, not by its resource name ("Cs1")."""
     spec = space.spec
@@ -155,9 +172,7 @@ class FastPage(Page):
             return (pt[0] + mb_x0, height - pt[1] + mb_top)
 
         def add(kind: str, obj: Any, attr: dict[str, Any]) -> None:
-            marked = obj.mcstack[-1] if obj.mcstack else None
-            attr["mcid"] = marked.mcid if marked is not None else None
-            attr["tag"] = marked.tag if marked is not None else None
+            attr["mcid"], attr["tag"] = _marked(obj)
             _place(attr, height, mb_x0, mb_top, doctop)
             found = objects.get(kind)
             if found is None:
@@ -168,16 +183,13 @@ class FastPage(Page):
         def char(glyph: Any) -> None:
             obj = miner.LTChar(glyph)
             text = _text(glyph.text, glyph.cid, once(glyph.font, _guessed))
-            stroking, filling = once(obj.stroking_color, _color), once(obj.non_stroking_color, _color)
-            fontname = obj.fontname
             add("char", obj, {
-                "matrix": obj.matrix, "fontname": fontname if isinstance(fontname, str) else
-                fix_fontname_bytes(fontname), "adv": obj.adv, "upright": obj.upright, "x0": obj.x0, "y0": obj.y0,
-                "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height, "size": obj.size,
-                "object_type": "char", "page_number": number, "ncs": once(obj.ncs, _family),
+                "matrix": obj.matrix, "fontname": _fontname(obj.fontname), "adv": obj.adv, "upright": obj.upright,
+                "x0": obj.x0, "y0": obj.y0, "x1": obj.x1, "y1": obj.y1, "width": obj.width, "height": obj.height,
+                "size": obj.size, "object_type": "char", "page_number": number, "ncs": once(obj.ncs, _family),
                 "text": normalize_unicode(unicode_norm, text) if unicode_norm is not None else text,
-                "stroking_color": stroking if isinstance(stroking, tuple) else (stroking,),
-                "non_stroking_color": filling if isinstance(filling, tuple) else (filling,)})
+                "stroking_color": once(obj.stroking_color, _char_color),
+                "non_stroking_color": once(obj.non_stroking_color, _char_color)})
 
         def text(obj: Any) -> None:
             """A text object's characters: PLAYA's glyph iterator and pdfminer's LTChar, computed in one pass
@@ -192,14 +204,8 @@ class FastPage(Page):
                 return
             widths = once(font, _widths)
             guessed = once(font, _guessed)
-            fontname = font.fontname
-            fontname = fontname if isinstance(fontname, str) else fix_fontname_bytes(fontname)
-            stroking, filling = once(gstate.scolor, _color), once(gstate.ncolor, _color)
-            stroking = stroking if isinstance(stroking, tuple) else (stroking,)
-            filling = filling if isinstance(filling, tuple) else (filling,)
-            ncs = once(gstate.ncs, _family)
-            marked = obj.mcstack[-1] if obj.mcstack else None
-            mcid, tag = (marked.mcid, marked.tag) if marked is not None else (None, None)
+            fontname, ncs, (mcid, tag) = _fontname(font.fontname), once(gstate.ncs, _family), _marked(obj)
+            stroking, filling = once(gstate.scolor, _char_color), once(gstate.ncolor, _char_color)
             # PLAYA's TextObject.__iter__: the rendering matrix of each glyph, its advance along the line
             tlm_ctm = mult_matrix(obj.line_matrix, obj.ctm)
             scaling_matrix = (fontsize * scaling, 0, 0, fontsize, 0, gstate.rise)
