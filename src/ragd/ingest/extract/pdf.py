@@ -230,7 +230,7 @@ def _once(page: Any) -> Any:
     slow (a sort per character group), so it runs only on pages where a quick count finds doubled glyphs."""
     chars = page.chars
     doubled = len(chars) - len({(c["text"], round(c["x0"]), round(c["top"])) for c in chars})  # repeats
-    return page.dedupe_chars() if doubled > MIN_DOUBLED * len(page.chars) else page
+    return page.dedupe_chars() if doubled > MIN_DOUBLED * len(chars) else page
 
 
 def _turn(page: Any) -> int:
