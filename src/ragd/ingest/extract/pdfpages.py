@@ -39,7 +39,7 @@ from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
 from playa import miner
 from playa.content import ImageObject, PathObject, TextObject, XObjectObject
 from playa.encodings import LITERAL_STANDARD_CID2UNICODE
-from playa.utils import mult_matrix, transform_bbox, translate_matrix
+from playa.utils import mult_matrix, transform_bbox
 
 _log = logging.getLogger(__name__)
 # PLAYA reports every oddity of a damaged file as a warning; what matters reaches the user as the page's text or
@@ -206,16 +206,27 @@ class FastPage(Page):
             guessed = once(font, _guessed)
             fontname, ncs, (mcid, tag) = _fontname(font.fontname), once(gstate.ncs, _family), _marked(obj)
             stroking, filling = once(gstate.scolor, _char_color), once(gstate.ncolor, _char_color)
-            # PLAYA's TextObject.__iter__: the rendering matrix of each glyph, its advance along the line
-            tlm_ctm = mult_matrix(obj.line_matrix, obj.ctm)
-            scaling_matrix = (fontsize * scaling, 0, 0, fontsize, 0, gstate.rise)
+            # PLAYA's TextObject.__iter__: each glyph's rendering matrix is the font's scaling times the text line's
+            # matrix moved to the glyph's place along the line (mult_matrix and translate_matrix, written out:
+            # what does not depend on the place is the same for the whole text object, worked out once, the rest
+            # in the same order of operations, so the same numbers)
+            fa, fb, fc, fd, fe, ff = mult_matrix(obj.line_matrix, obj.ctm)
+            size_x, rise = fontsize * scaling, gstate.rise
+            a, b, c, d = fa * size_x + fc * 0, fb * size_x + fd * 0, fa * 0 + fc * fontsize, fb * 0 + fd * fontsize
+            rise_e, rise_f = fa * 0 + fc * rise, fb * 0 + fd * rise
             charspace = gstate.charspace / fontsize
             wordspace = 0 if font.multibyte else gstate.wordspace / fontsize
             # pdfminer's character box (playa.miner.LTChar): the advance by a unit high, from the descent
             descent = font.descent * font.matrix[3]
             xscale, yscale = 1 / (fontsize * scaling), 1 / fontsize
+            ma, mb, mc, md = a * xscale, b * yscale, c * xscale, d * yscale
+            upright = a * d * scaling > 0 and b * c <= 0
+            turned = a * c < 0 or b * d < 0  # the box's corners move
+            low_x, low_y = a * 0 + c * descent, b * 0 + d * descent  # the box's corners before the move
+            high_x, high_y = c * (descent + 1), d * (descent + 1)
             chars = objects.get("char", [])
             x, y = obj._glyph_offset
+            line_x, line_y = y * fc, y * fd
             pos = x
             for arg in obj.args:
                 if isinstance(arg, (int, float)):
@@ -228,26 +239,27 @@ class FastPage(Page):
                     disp = width + charspace
                     if cid == 32:
                         disp += wordspace
-                    matrix = mult_matrix(scaling_matrix, translate_matrix(tlm_ctm, (pos, y)))
-                    a, b, c, d, e, f = matrix
-                    if a * c < 0 or b * d < 0:  # turned: the box's corners move
-                        x0, y0, x1, y1 = transform_bbox(matrix, (0, descent, width, descent + 1))
+                    e = rise_e + (pos * fa + line_x + fe)
+                    f = rise_f + (pos * fb + line_y + ff)
+                    if turned:
+                        x0, y0, x1, y1 = transform_bbox((a, b, c, d, e, f), (0, descent, width, descent + 1))
                     else:  # transform_bbox's two corners, inline (a call per character cost a tenth of the page)
-                        px, py = a * 0 + c * descent + e, b * 0 + d * descent + f
-                        qx, qy = a * width + c * (descent + 1) + e, b * width + d * (descent + 1) + f
+                        px, py = low_x + e, low_y + f
+                        qx, qy = a * width + high_x + e, b * width + high_y + f
                         x0, x1 = qx if qx < px else px, qx if qx > px else px  # min() and max() of the two
                         y0, y1 = qy if qy < py else py, qy if qy > py else py
-                    glyph_text = _text(glyph_text, cid, guessed)
-                    attr = {
-                        "matrix": (a * xscale, b * yscale, c * xscale, d * yscale, e, f), "fontname": fontname,
-                        "adv": width * fontsize * scaling, "upright": a * d * scaling > 0 and b * c <= 0,
-                        "x0": x0, "y0": y0, "x1": x1, "y1": y1, "width": x1 - x0, "height": y1 - y0,
+                    if not glyph_text or guessed or not " " <= glyph_text[0] < "\x80":
+                        glyph_text = _text(glyph_text, cid, guessed)
+                    if unicode_norm is not None:
+                        glyph_text = normalize_unicode(unicode_norm, glyph_text)
+                    top, bottom = (height - y1) + mb_top, (height - y0) + mb_top  # _place, inline
+                    chars.append({
+                        "matrix": (ma, mb, mc, md, e, f), "fontname": fontname, "adv": width * fontsize * scaling,
+                        "upright": upright, "x0": x0 + mb_x0 if mb_x0 != 0 else x0, "y0": y0,
+                        "x1": x1 + mb_x0 if mb_x0 != 0 else x1, "y1": y1, "width": x1 - x0, "height": y1 - y0,
                         "size": y1 - y0, "object_type": "char", "page_number": number, "ncs": ncs,
-                        "text": normalize_unicode(unicode_norm, glyph_text) if unicode_norm is not None
-                        else glyph_text, "stroking_color": stroking, "non_stroking_color": filling, "mcid": mcid,
-                        "tag": tag}
-                    _place(attr, height, mb_x0, mb_top, doctop)
-                    chars.append(attr)
+                        "text": glyph_text, "stroking_color": stroking, "non_stroking_color": filling, "mcid": mcid,
+                        "tag": tag, "top": top, "bottom": bottom, "doctop": doctop + top})
                     pos += disp * fontsize * scaling
             if chars and "char" not in objects:
                 objects["char"] = chars
