@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -254,6 +255,25 @@ def test_text_read_in_one_pass_is_exactly_what_playas_glyphs_give(name: str) -> 
             assert ours.reader == theirs.reader == "playa"
             chars += len(ours.chars)
         assert chars > 100
+
+
+@pytest.mark.parametrize("name", [*FAST_PAGE_FILES, "pdfplumber/pr-136-example.pdf", "vertical_header.pdf"])
+def test_words_are_exactly_pdfplumbers(name: str) -> None:
+    """`Words` writes out pdfplumber's word extraction for upright text read left to right: with the settings ragd
+    reads pages with, pdfplumber's defaults and others (a smaller tolerance, punctuation split off), every word of
+    every page is pdfplumber's, its keys in order; text turned or set vertically is left to pdfplumber's code."""
+    from ragd.ingest.extract.pdfpages import FastPDF, extract_words
+
+    settings: list[dict[str, Any]] = [{"extra_attrs": ["fontname", "size"], "use_text_flow": False}, {},
+                                      {"x_tolerance": 1.5, "y_tolerance": 0, "split_at_punctuation": True}]
+    with FastPDF.open_bytes(_pdf_path(name).read_bytes()) as pdf:
+        words = 0
+        for page in pdf.pages:
+            for setting in settings:
+                ours, theirs = extract_words(page, **setting), page.extract_words(**setting)
+                assert ours == theirs and [list(w) for w in ours] == [list(w) for w in theirs]
+                words += len(ours)
+        assert words > 100
 
 
 @pytest.mark.parametrize("name", FAST_PAGE_FILES)

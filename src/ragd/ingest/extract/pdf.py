@@ -361,10 +361,12 @@ def _around(page: Any, bbox: tuple[float, float, float, float]) -> Any:
 
 
 def _text_page(page: Any) -> list[Box]:
+    from .pdfpages import extract_words  # with pdfplumber, loaded when a PDF is read
+
     tables = []
     inset = _inset_shading(page)
     ruled = page.filter(lambda obj: id(obj) not in inset) if inset else page
-    words = page.extract_words(extra_attrs=["fontname", "size"], use_text_flow=False)
+    words = extract_words(page, extra_attrs=["fontname", "size"], use_text_flow=False)
     found = ruled.find_tables({"explicit_vertical_lines": _closing_edges(ruled)})
     verticals = [e for e in ruled.edges if e["orientation"] == "v"] if found else []
     for table in found:
