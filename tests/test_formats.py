@@ -6,8 +6,10 @@ import functools
 import json
 import re
 import shutil
+import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -407,6 +409,40 @@ def test_pdf_two_columns_under_a_full_width_abstract_are_columns_not_a_table() -
     assert not [b for b in first if b.type == "table"]  # the two columns were once paired line by line
     left = next(b.text for b in first if b.text.startswith("2020.3.30."))
     assert left.startswith("2020.3.30. 0시 기준 현재 “코로나바이러스감염 증-19(COVID-19, 이하")
+
+
+def test_the_gutter_between_columns_is_found_as_its_definition_says() -> None:
+    """The widest band between boxes' sides crossed by at most a tenth of them, with a fifth of the boxes on each
+    side, is counted by bisection; on the lines of real one-, two- and three-column pages (and their first
+    halves and every other line, for more shapes) it is the band a count over every box finds."""
+    from ragd.ingest.extract.layout import _band, lines_to_boxes
+    from ragd.ingest.extract.pdf import _word_box
+    from ragd.ingest.extract.pdfpages import FastPDF, extract_words
+
+    def defined(boxes: list[Any]) -> tuple[float, float] | None:
+        n, size = len(boxes), statistics.median(b.size for b in boxes)
+        events, best, start = sorted({b.x0 for b in boxes} | {b.x1 for b in boxes}), None, None
+        for a, b in zip(events, events[1:]):
+            if sum(1 for box in boxes if box.x0 < (a + b) / 2 < box.x1) > max(1, n // 10):
+                start = None
+                continue
+            start = a if start is None else start
+            left, right = sum(1 for box in boxes if box.x1 <= start), sum(1 for box in boxes if box.x0 >= b)
+            if b - start >= size and (best is None or b - start > best[1] - best[0]) and min(left, right) >= 0.2 * n:
+                best = (start, b)
+        return best
+
+    found = 0
+    for path in (SYN / "twocol.pdf", DOCLING_PDF / "normal_4pages.pdf",
+                 DATA / "docs" / "pdfplumber" / "federal-register-2020-17221.pdf"):
+        with FastPDF.open_bytes(path.read_bytes()) as pdf:
+            for page in pdf.pages[:6]:
+                lines = lines_to_boxes([_word_box(w) for w in extract_words(page, extra_attrs=["fontname", "size"])])
+                for boxes in (lines, lines[: len(lines) // 2], lines[::2]):
+                    if len(boxes) >= 6:
+                        assert _band(boxes) == defined(boxes)
+                        found += _band(boxes) is not None
+    assert found >= 5  # gutters were found, not only their absence
 
 
 def test_pdf_tex_bold_numbered_and_italic_title_lines_are_headings() -> None:
