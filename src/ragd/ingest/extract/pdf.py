@@ -12,6 +12,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestError
@@ -222,6 +223,7 @@ def _inset_shading(page: Any) -> set[int]:
     return inset
 
 
+_TEXT, _X0, _TOP = itemgetter("text"), itemgetter("x0"), itemgetter("top")
 MIN_DOUBLED = 0.02  # share of a page's characters drawn twice at one place before the page is deduplicated
 
 
@@ -229,7 +231,10 @@ def _once(page: Any) -> Any:
     """The page with text drawn twice, a little offset (a fake bold), read once. pdfplumber's dedupe_chars is
     slow (a sort per character group), so it runs only on pages where a quick count finds doubled glyphs."""
     chars = page.chars
-    doubled = len(chars) - len({(c["text"], round(c["x0"]), round(c["top"])) for c in chars})  # repeats
+    # repeats: characters with the text and whole-point place of one before (iterated in C: a Python loop over a
+    # page's characters cost a twentieth of it)
+    places = zip(map(_TEXT, chars), map(round, map(_X0, chars)), map(round, map(_TOP, chars)))
+    doubled = len(chars) - len(set(places))
     return page.dedupe_chars() if doubled > MIN_DOUBLED * len(chars) else page
 
 
@@ -321,11 +326,12 @@ def _cuts_words(table: Any, words: list[dict[str, Any]]) -> bool:
     else) cut them, and such a grid would read "class" as "c" and "l a ss"."""
     x0, top, x1, bottom = table.bbox
     inside = [w for w in words if x0 <= (w["x0"] + w["x1"]) / 2 <= x1 and top <= (w["top"] + w["bottom"]) / 2 <= bottom]
+    rows = table.rows  # pdfplumber works them out again at each reading
     cut = 0
     for w in inside:
         cy = (w["top"] + w["bottom"]) / 2
         if any(c is not None and c[1] <= cy <= c[3] and any(w["x0"] < x - 1 and w["x1"] > x + 1 for x in (c[0], c[2]))
-               for row in table.rows if row.bbox[1] <= cy <= row.bbox[3] for c in row.cells):
+               for row in rows if row.bbox[1] <= cy <= row.bbox[3] for c in row.cells):
             cut += 1
     return cut > max(2, len(inside) / 10)
 
@@ -698,7 +704,7 @@ class PdfExtractor:
 
 def _read_page(data: bytes, index: int, page: Any) -> tuple[list[Box], bool, str | None]:
     """A page's boxes, whether they were read by OCR, and a warning for the report."""
-    unmapped = sum(1 for c in page.chars if c["text"].startswith("(cid:"))
+    unmapped = sum(map(methodcaller("startswith", "(cid:"), map(_TEXT, page.chars)))  # iterated in C
     if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
         # a scan, or text drawn as outlines (many curves): render and read it
         drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
