@@ -313,20 +313,31 @@ def test_pages_playa_reads_are_what_pdfminer_reads(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["tables/icdar2013/eu-012.pdf", "tables/icdar2013/us-013.pdf",
-                                  "tables/camelot/row_span_1.pdf"])
-def test_a_ruled_table_read_from_the_characters_around_it_reads_as_from_the_whole_page(name: str) -> None:
-    """A ruled table's cells are read from the characters whose middle lies in the table (pdfplumber tests each
-    row against every character on the page): the same text in every cell, on pages with other text and tables."""
-    from ragd.ingest.extract.pdf import _around
+                                  "tables/camelot/row_span_1.pdf", "vertical_header.pdf"])
+def test_a_ruled_tables_cells_read_from_the_pages_character_middles_are_pdfplumbers(name: str) -> None:
+    """A ruled table's cells are read from the page's character middles, worked out once, and only those inside
+    the table tested: every cell's text is what pdfplumber's `Table.extract` reads (it tests every character on
+    the page for every row), with and without turned text read bottom to top, on pages with text and tables
+    outside."""
+    from pdfplumber.table import Table
+
+    from ragd.ingest.extract.pdf import _cell_texts, _middles
     from ragd.ingest.extract.pdfpages import FastPDF
 
-    cells = 0
+    cells = outside = 0
     with FastPDF.open_bytes(_pdf_path(name).read_bytes()) as pdf:
         for page in pdf.pages:
+            middles = _middles(page.chars)
             for table in page.find_tables():
-                whole = table.extract()
-                assert len(_around(page, table.bbox).chars) < len(page.chars)  # some text lies outside
-                table.page = _around(page, table.bbox)
-                assert table.extract() == whole
-                cells += sum(1 for row in whole for c in row if c)
-    assert cells > 20
+                x0, top, x1, bottom = table.bbox
+                outside += sum(1 for x, y, _ in middles if not (x0 <= x <= x1 and top <= y <= bottom))
+                # and a grid whose sides run through characters' middles, where the tests' edges decide
+                xs, ys = (sorted({m[i] for m in middles if x0 < m[0] < x1 and top < m[1] < bottom}) for i in (0, 1))
+                xs, ys = ([v[i * (len(v) - 1) // 4] for i in range(5)] if v else [] for v in (xs, ys))
+                sides = [(a, b, c, d) for a, c in zip(xs, xs[1:]) for b, d in zip(ys, ys[1:])]
+                for found in (table, Table(page, sides)) if sides else (table,):
+                    for settings in ({}, {"char_dir_rotated": "btt"}):
+                        whole = found.extract(**settings)
+                        assert _cell_texts(found, middles, **settings) == whole
+                        cells += sum(1 for row in whole for c in row if c)
+    assert cells > 40 and outside > 0

@@ -357,13 +357,36 @@ def _filled(block: Block) -> float:
     return sum(sum(1 for c in row if c) for row in block.rows) / max(1, len(block.rows))
 
 
-def _around(page: Any, bbox: tuple[float, float, float, float]) -> Any:
-    """The page with only the characters whose middle lies in the box: a table read from it tests each of its
-    rows against these (pdfplumber tests every character on the page), and finds the same ones, since a row's
-    box lies inside the table's."""
-    x0, top, x1, bottom = bbox
-    return page.filter(lambda o: o.get("object_type") != "char" or (
-        x0 <= (o["x0"] + o["x1"]) / 2 <= x1 and top <= (o["top"] + o["bottom"]) / 2 <= bottom))
+Middle = tuple[float, float, dict[str, Any]]  # a character's middle across and down, and the character
+
+
+def _middles(chars: list[dict[str, Any]]) -> list[Middle]:
+    return [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2, c) for c in chars]
+
+
+def _cell_texts(table: Any, middles: list[Middle], **settings: Any) -> list[list[str | None]]:
+    """pdfplumber's `Table.extract` (without its `layout` setting): each cell's text from the characters whose
+    middle lies in it, as pdfplumber tests them, row by row. pdfplumber works out every character's middle again
+    for every row and tests every character on the page; here the middles are the page's, worked out once, and
+    only those inside the table are tested (a row's box lies inside the table's, so the same are found)."""
+    from pdfplumber.utils.text import extract_text
+
+    x0, top, x1, bottom = table.bbox
+    inside = [m for m in middles if x0 <= m[0] <= x1 and top <= m[1] <= bottom]
+    texts: list[list[str | None]] = []
+    for row in table.rows:
+        rx0, rtop, rx1, rbottom = row.bbox
+        in_row = [m for m in inside if rx0 <= m[0] < rx1 and rtop <= m[1] < rbottom]
+        cells: list[str | None] = []
+        for cell in row.cells:
+            if cell is None:
+                cells.append(None)
+                continue
+            cx0, ctop, cx1, cbottom = cell
+            chars = [m[2] for m in in_row if cx0 <= m[0] < cx1 and ctop <= m[1] < cbottom]
+            cells.append(extract_text(chars, **settings) if chars else "")
+        texts.append(cells)
+    return texts
 
 
 def _text_page(page: Any) -> list[Box]:
@@ -375,11 +398,12 @@ def _text_page(page: Any) -> list[Box]:
     words = extract_words(page, extra_attrs=["fontname", "size"], use_text_flow=False)
     found = ruled.find_tables({"explicit_vertical_lines": _closing_edges(ruled)})
     verticals = [e for e in ruled.edges if e["orientation"] == "v"] if found else []
+    middles: list[Middle] | None = None  # of the characters, worked out for the first grid read
     for table in found:
         if _column_rules(table, verticals) < MIN_COLUMN_RULES or _cuts_words(table, words):
             continue  # not a grid: its columns are whitespace, which the borderless tables read
-        table.page = _around(table.page, table.bbox)
-        raw = table.extract(**_rotated_direction(page, table.bbox))
+        middles = _middles(ruled.chars) if middles is None else middles
+        raw = _cell_texts(table, middles, **_rotated_direction(page, table.bbox))
         x0, top, x1, bottom = table.bbox
         filled = [i for i, r in enumerate(raw) if any(r)]
         caption, note = _caption_and_note(raw)
