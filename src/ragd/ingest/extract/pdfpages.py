@@ -48,6 +48,7 @@ _log = logging.getLogger(__name__)
 # the file's error
 logging.getLogger("playa").setLevel(logging.ERROR)
 
+_END = object()  # an iterator's end
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 # the C1 controls as the Windows-1252 characters their bytes stand for (those it leaves undefined stay)
 _WINDOWS_1252 = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
@@ -286,26 +287,30 @@ class FastPage(Page):
                 "name": obj.name, "stream": obj.stream, "srcsize": obj.srcsize, "imagemask": obj.imagemask,
                 "bits": obj.bits, "colorspace": obj.colorspace, "object_type": "image", "page_number": number})
 
-        def walk(items: Any) -> None:
-            for obj in items:
-                kind = type(obj)
-                if kind is TextObject:
-                    text(obj)
-                elif kind is PathObject:
-                    ops = "".join(seg.operator for seg in obj.raw_segments)
-                    if ops[:1] != "m":
-                        continue  # a path must begin with a move: pdfminer draws nothing of one that does not
-                    several = ops.count("m") > 1
-                    part: Any
-                    for part in miner.process_object(obj):
-                        if not (several and len(part.original_path) == 1):  # a lone move among subpaths: nothing
-                            shape(part)
-                elif kind is XObjectObject:  # a form: its contents, as pdfminer's figure holds them
-                    walk(obj)
-                elif kind is ImageObject:
-                    image(obj)
-
-        walk(page)
+        # the page's objects, a form's contents in its place (as pdfminer's figure holds them), walked with a stack
+        # of iterators: a walk function calling itself would be held by its own closure, and through the helpers
+        # every object read, a cycle that kept each page's characters alive until a full garbage collection
+        walking = [iter(page)]
+        while walking:
+            obj: Any = next(walking[-1], _END)
+            kind = type(obj)
+            if kind is TextObject:
+                text(obj)
+            elif kind is PathObject:
+                ops = "".join(seg.operator for seg in obj.raw_segments)
+                if ops[:1] != "m":
+                    continue  # a path must begin with a move: pdfminer draws nothing of one that does not
+                several = ops.count("m") > 1
+                part: Any
+                for part in miner.process_object(obj):
+                    if not (several and len(part.original_path) == 1):  # a lone move among subpaths: nothing
+                        shape(part)
+            elif kind is XObjectObject:
+                walking.append(iter(obj))
+            elif kind is ImageObject:
+                image(obj)
+            elif obj is _END:
+                walking.pop()
         return objects
 
     def process_object(self, obj: LTItem) -> dict[str, Any]:
