@@ -283,6 +283,34 @@ def test_a_read_pages_objects_go_with_the_page_not_at_the_next_full_garbage_coll
             gc.enable()
 
 
+def test_the_garbage_collector_rests_while_a_page_is_read_and_is_left_as_found() -> None:
+    """No collection runs while a page is read (its objects are alive until it is read, then freed by reference
+    counting); the collector is on again after, and left off when the caller had turned it off; the same text."""
+    import gc
+
+    path = _pdf_path("pdfplumber/federal-register-2020-17221.pdf")
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        on = _document(path)
+        assert gc.isenabled()
+        gc.disable()
+        off = _document(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+    assert on.blocks == off.blocks and len(on.blocks) > 50
+    # 15 dense pages read with the collector running: 315 collections, 2 of them full; paused: 45, none full
+    assert len(collections) < 100 and collections.count(2) <= 1
+
+
 @pytest.mark.parametrize("name", [*FAST_PAGE_FILES, "pdfplumber/pr-136-example.pdf", "vertical_header.pdf"])
 def test_words_are_exactly_pdfplumbers(name: str) -> None:
     """`Words` writes out pdfplumber's word extraction for upright text read left to right: with the settings ragd
