@@ -702,12 +702,12 @@ def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | Non
                 page = pages[index]
                 with _collector_paused():
                     boxes, ocr, warning = _read_page(source.data, index, page)
+                    page.flush_cache()  # its objects go before the collector runs again
                 read.ocr_pages.extend([index + 1] if ocr else [])
                 read.warnings.extend([warning] if warning else [])
                 read.heights.append(float(page.height))
                 read.margins.append(_margin_keys(boxes, read.heights[-1]))
                 spool.append(boxes)
-                page.flush_cache()
             read.title = _title(pdf.metadata) if start == 0 else None
         except PdfminerException as exc:
             raise _open_error(source, exc) from exc
