@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import CorruptDocument, EncryptedDocument, UnsupportedFormat
 from ...types import Block, BlockType, ExtractedDocument, table_text
 from ..normalize import normalize_text
-from .base import ExtractOptions, Source, single_document
+from .base import ExtractOptions, Source, collector_paused, single_document
 
 MAX_UNPACKED_BYTES = 2_000_000_000  # an Office file that unpacks to more than this is refused unread
 MAX_EXPANSION = 200  # ... as is one that expands more than this many times (plus 50 MB of slack)
@@ -497,24 +497,30 @@ class XlsxExtractor:
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
         import openpyxl
 
-        try:
-            with warnings.catch_warnings():  # images openpyxl cannot read are dropped; text is all we need
-                warnings.simplefilter("ignore", UserWarning)
-                values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
-                # the formulas, to keep those without a cached value: read only when a sheet has one (a second
-                # reading of every cell otherwise)
-                formulas = (openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
-                            if _has_formulas(source.data) else None)
-        except Exception as exc:
-            yield _open_error(source, "XLSX", exc)
+        with collector_paused():  # a cell object per cell, all alive until the workbook is read
+            try:
+                with warnings.catch_warnings():  # images openpyxl cannot read are dropped; text is all we need
+                    warnings.simplefilter("ignore", UserWarning)
+                    values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
+                    # the formulas, to keep those without a cached value: read only when a sheet has one (a second
+                    # reading of every cell otherwise)
+                    formulas = (openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
+                                if _has_formulas(source.data) else None)
+            except Exception as exc:
+                failed: Exception | None = _open_error(source, "XLSX", exc)
+            else:
+                failed = None
+                blocks: list[Block] = []
+                problems: list[str] = []
+                for number, sheet in enumerate(values.worksheets, start=1):
+                    blocks.extend(_sheet_blocks(sheet, formulas[sheet.title] if formulas else None, number, problems))
+                title = _clean(values.properties.title or "") or None
+                metadata = {"sheets": len(values.worksheets)}
+                del values, formulas  # cells and sheets hold one another: they go in one pass once resumed
+        if failed is not None:
+            yield failed
             return
-        blocks: list[Block] = []
-        problems: list[str] = []
-        for number, sheet in enumerate(values.worksheets, start=1):
-            blocks.extend(_sheet_blocks(sheet, formulas[sheet.title] if formulas else None, number, problems))
-        title = _clean(values.properties.title or "") or None
-        yield from single_document(source, "xlsx", title, blocks, metadata={"sheets": len(values.worksheets)},
-                                   warnings=problems)
+        yield from single_document(source, "xlsx", title, blocks, metadata=metadata, warnings=problems)
 
 
 _FORMULA = re.compile(rb"<(?:\w+:)?f[\s>/]")

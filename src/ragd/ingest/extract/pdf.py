@@ -4,7 +4,6 @@ pypdfium2 and go through OCR."""
 
 from __future__ import annotations
 
-import gc
 import io
 import pickle
 import re
@@ -12,7 +11,6 @@ import tempfile
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import itemgetter, methodcaller
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestError
 from ...types import Block, ExtractedDocument, table_text
 from ..normalize import normalize_text
-from .base import ExtractOptions, Source, single_document
+from .base import ExtractOptions, Source, collector_paused, single_document
 from .layout import (
     TABLE_CAPTION,
     TABLE_NOTE,
@@ -673,22 +671,6 @@ def page_count(source: Source) -> int:
         return len(pages)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a page is read. A page's objects (a dict per character, its
-    words, boxes, PLAYA's objects) live until the page is read and then go by reference counting; the collector,
-    run meanwhile every few hundred allocations, found them alive again and again: a fifth of a dense page's time,
-    most of it in full collections. The garbage in cycles a page leaves (a few hundred objects) is collected after.
-    The collector is turned back on only if it was on: a caller that turned it off keeps it off."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | None = None) -> PagesRead:
     """Read pages start..stop (0-based, stop excluded; all by default), their boxes appended to the spool.
     Each page is read on its own, so ranges read apart and joined in order equal the whole read at once."""
@@ -700,7 +682,7 @@ def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | Non
         try:
             for index in range(start, len(pages) if stop is None else min(stop, len(pages))):
                 page = pages[index]
-                with _collector_paused():
+                with collector_paused():  # a page's objects live until it is read
                     boxes, ocr, warning = _read_page(source.data, index, page)
                     page.flush_cache()  # its objects go before the collector runs again
                 read.ocr_pages.extend([index + 1] if ocr else [])
