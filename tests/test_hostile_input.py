@@ -108,3 +108,48 @@ def test_the_cli_reports_skipped_links_and_exits_zero(cli_env: dict[str, str], n
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["counts"]["skipped"] == 1 and data["counts"]["ingested"] == 1
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF of the given objects (1 is the catalogue), with a correct cross-reference table."""
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+
+
+def _form_loop_pdf(words: bytes, chain: int) -> bytes:
+    """A page drawing a form that draws the next, the last drawing the first again: a circle of `chain` forms."""
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+    def stream(head: bytes, data: bytes) -> bytes:
+        return b"<< %s /Length %d >>\nstream\n%s\nendstream" % (head, len(data), data)
+
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R"
+               b" >> /XObject << /X0 6 0 R >> >> >>",
+               stream(b"", b"BT /F1 12 Tf 72 720 Td (" + words + b") Tj ET /X0 Do"), font]
+    for i in range(chain):
+        following = 6 + (i + 1) % chain
+        objects.append(stream(b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> "
+                              b"/XObject << /X%d %d 0 R >> >>" % (i + 1, following),
+                              b"BT /F1 12 Tf 72 %d Td (form%d) Tj ET /X%d Do" % (700 - 20 * i, i, i + 1)))
+    return _pdf(objects)
+
+
+def test_a_pdf_whose_forms_draw_themselves_is_read_once_round_and_ends(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    """A form drawing itself, directly or through others, is an endless drawing: the page is read with each form
+    drawn once (as pdfminer refuses the circle), in bounded time and memory, and the rest of the run goes on."""
+    (tmp_path / "itself.pdf").write_bytes(_form_loop_pdf(b"Lighthouse keepers", 1))
+    (tmp_path / "circle.pdf").write_bytes(_form_loop_pdf(b"Harbour pilots", 3))
+    (tmp_path / "good.txt").write_text("Fishermen mend their nets at dawn.\n")
+    col = client.collection(name)
+    report = col.ingest([tmp_path])
+    assert report.count("ingested") == 3, report.items
+    assert col.search("lighthouse keepers", k=1)[0].content == "Lighthouse keepers form0"
+    assert col.search("harbour pilots", k=1)[0].content == "Harbour pilots form0 form1 form2"

@@ -49,6 +49,7 @@ _log = logging.getLogger(__name__)
 logging.getLogger("playa").setLevel(logging.ERROR)
 
 _END = object()  # an iterator's end
+MAX_FORM_DEPTH = 32  # forms drawn inside forms: real documents nest a few; PLAYA has no guard against a circle
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 # the C1 controls as the Windows-1252 characters their bytes stand for (those it leaves undefined stay)
 _WINDOWS_1252 = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
@@ -306,6 +307,8 @@ class FastPage(Page):
                     if not (several and len(part.original_path) == 1):  # a lone move among subpaths: nothing
                         shape(part)
             elif kind is XObjectObject:
+                if len(walking) > MAX_FORM_DEPTH:  # a form drawing itself, directly or not: pdfminer refuses the
+                    raise ValueError(f"forms nested over {MAX_FORM_DEPTH} deep")  # circle and reads the rest
                 walking.append(iter(obj))
             elif kind is ImageObject:
                 image(obj)
