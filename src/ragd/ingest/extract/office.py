@@ -495,32 +495,35 @@ class XlsxExtractor:
     source_type = "xlsx"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
-        import openpyxl
-
-        with collector_paused():  # a cell object per cell, all alive until the workbook is read
-            try:
-                with warnings.catch_warnings():  # images openpyxl cannot read are dropped; text is all we need
-                    warnings.simplefilter("ignore", UserWarning)
-                    values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
-                    # the formulas, to keep those without a cached value: read only when a sheet has one (a second
-                    # reading of every cell otherwise)
-                    formulas = (openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
-                                if _has_formulas(source.data) else None)
-            except Exception as exc:
-                failed: Exception | None = _open_error(source, "XLSX", exc)
-            else:
-                failed = None
-                blocks: list[Block] = []
-                problems: list[str] = []
-                for number, sheet in enumerate(values.worksheets, start=1):
-                    blocks.extend(_sheet_blocks(sheet, formulas[sheet.title] if formulas else None, number, problems))
-                title = _clean(values.properties.title or "") or None
-                metadata = {"sheets": len(values.worksheets)}
-                del values, formulas  # cells and sheets hold one another: they go in one pass once resumed
-        if failed is not None:
-            yield failed
+        read = _read_workbook(source)
+        if isinstance(read, CorruptDocument):
+            yield read
             return
-        yield from single_document(source, "xlsx", title, blocks, metadata=metadata, warnings=problems)
+        blocks, problems, title, sheets = read
+        yield from single_document(source, "xlsx", title, blocks, metadata={"sheets": sheets}, warnings=problems)
+
+
+def _read_workbook(source: Source) -> tuple[list[Block], list[str], str | None, int] | CorruptDocument:
+    """A workbook's blocks, problems, title and number of sheets, or the error of a workbook openpyxl cannot open.
+    Read with the collector resting: a cell object per cell, all alive until the workbook is read."""
+    import openpyxl
+
+    with collector_paused():
+        try:
+            with warnings.catch_warnings():  # images openpyxl cannot read are dropped; text is all we need
+                warnings.simplefilter("ignore", UserWarning)
+                values = openpyxl.load_workbook(io.BytesIO(source.data), data_only=True)
+                # the formulas, to keep those without a cached value: read only when a sheet has one (a second
+                # reading of every cell otherwise)
+                formulas = (openpyxl.load_workbook(io.BytesIO(source.data), data_only=False)
+                            if _has_formulas(source.data) else None)
+        except Exception as exc:
+            return _open_error(source, "XLSX", exc)
+        blocks: list[Block] = []
+        problems: list[str] = []
+        for number, sheet in enumerate(values.worksheets, start=1):
+            blocks.extend(_sheet_blocks(sheet, formulas[sheet.title] if formulas else None, number, problems))
+        return blocks, problems, _clean(values.properties.title or "") or None, len(values.worksheets)
 
 
 _FORMULA = re.compile(rb"<(?:\w+:)?f[\s>/]")
