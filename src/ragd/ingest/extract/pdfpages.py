@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import logging
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from operator import itemgetter
 from typing import Any
 from unicodedata import normalize as normalize_unicode
@@ -347,13 +347,15 @@ class Words(WordExtractor):
     pdfplumber's general code cost a sixth of a dense page: a call per character for its cluster key, its sort
     key and the test whether it begins a word, and three nested calls per word for its box."""
 
+    @cached_property
     def _plain(self) -> bool:
+        """Whether the settings are the common case written out here (they are fixed when the extractor is made)."""
         return (self.line_dir == "ttb" and self.char_dir == "ltr" and self.horizontal_ltr and not self.keep_blank_chars
                 and self.x_tolerance_ratio is None and self.y_tolerance_ratio is None)
 
     def iter_chars_to_lines(self, chars: Any) -> Any:
         chars = list(chars)
-        if not (chars[0]["upright"] and self._plain()):
+        if not (chars[0]["upright"] and self._plain):
             yield from super().iter_chars_to_lines(chars)
             return
         # pdfplumber's cluster_objects by the top: the distinct tops in order, a line broken where one lies more
@@ -372,7 +374,7 @@ class Words(WordExtractor):
             yield sorted(found, key=_LTR), "ltr"
 
     def iter_chars_to_words(self, ordered_chars: Any, direction: Any) -> Any:
-        if direction != "ltr" or not self._plain():
+        if direction != "ltr" or not self._plain:
             yield from super().iter_chars_to_words(ordered_chars, direction)
             return
         x_tolerance, y_tolerance, punctuation = self.x_tolerance, self.y_tolerance, self.split_at_punctuation
