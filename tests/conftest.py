@@ -80,3 +80,15 @@ def cli_env(ragd_home: Path, base_url: str) -> dict[str, str]:
     if os.environ.get("RAGD_TEST_DSN"):
         env["RAGD_DATABASE_URL"] = base_url
     return env
+
+
+def pdf_bytes(objects: list[bytes]) -> bytes:
+    """A PDF of the given objects (object 1 the catalogue), with a correct cross-reference table."""
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)

@@ -10,7 +10,7 @@ import ragd
 from ragd.ingest.extract import ExtractOptions
 from ragd.types import ItemOutcome
 
-from .conftest import run_cli
+from .conftest import pdf_bytes, run_cli
 
 
 def _by_name(report: ragd.IngestReport) -> dict[str, ItemOutcome]:
@@ -110,18 +110,6 @@ def test_the_cli_reports_skipped_links_and_exits_zero(cli_env: dict[str, str], n
     assert data["counts"]["skipped"] == 1 and data["counts"]["ingested"] == 1
 
 
-def _pdf(objects: list[bytes]) -> bytes:
-    """A PDF of the given objects (1 is the catalogue), with a correct cross-reference table."""
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-
-
 def _form_loop_pdf(words: bytes, chain: int) -> bytes:
     """A page drawing a form that draws the next, the last drawing the first again: a circle of `chain` forms."""
     font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
@@ -138,7 +126,7 @@ def _form_loop_pdf(words: bytes, chain: int) -> bytes:
         objects.append(stream(b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> "
                               b"/XObject << /X%d %d 0 R >> >>" % (i + 1, following),
                               b"BT /F1 12 Tf 72 %d Td (form%d) Tj ET /X%d Do" % (700 - 20 * i, i, i + 1)))
-    return _pdf(objects)
+    return pdf_bytes(objects)
 
 
 def test_a_pdf_whose_forms_draw_themselves_is_read_once_round_and_ends(

@@ -19,6 +19,8 @@ import pytest
 import ragd
 from ragd.config import Settings
 
+from .conftest import pdf_bytes
+
 
 @pytest.fixture
 def limited(settings: Settings) -> Iterator[ragd.Ragd]:
@@ -66,15 +68,7 @@ def _glyph_pdf(glyphs: int) -> bytes:
                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
                b"/Contents 5 0 R >>", b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
                b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_bytes(objects)
 
 
 def test_office_files_that_unpack_or_expand_too_far_are_refused_before_parsing(
