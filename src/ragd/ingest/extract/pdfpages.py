@@ -252,8 +252,8 @@ class FastPage(Page):
                         qx, qy = a * width + high_x + e, b * width + high_y + f
                         x0, x1 = qx if qx < px else px, qx if qx > px else px  # min() and max() of the two
                         y0, y1 = qy if qy < py else py, qy if qy > py else py
-                    if not glyph_text or guessed or not " " <= glyph_text[0] < "\x80":
-                        glyph_text = _text(glyph_text, cid, guessed)
+                    if not glyph_text or guessed or not " " <= glyph_text[0] < "\x80":  # printable ASCII needs
+                        glyph_text = _text(glyph_text, cid, guessed)  # none of _text's rules: no call for it
                     if unicode_norm is not None:
                         glyph_text = normalize_unicode(unicode_norm, glyph_text)
                     top, bottom = (height - y1) + mb_top, (height - y0) + mb_top  # _place, inline
