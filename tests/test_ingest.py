@@ -88,12 +88,13 @@ def test_new_version_hides_the_old_one(client: ragd.Ragd, name: str) -> None:
 def test_delete_removes_from_retrieval_at_once(client: ragd.Ragd, name: str) -> None:
     col = client.collection(name)
     col.ingest(documents=[{"id": "keep", "text": "Quarterly revenue grew strongly."},
-                          {"id": "gone", "text": "Quarterly revenue target was missed in Spain."}])
+                          {"id": "gone", "text": "Quarterly revenue target was missed in France."}])
+    col.ingest(documents=[{"id": "gone", "text": "Quarterly revenue target was missed in Spain."}])
     assert {h.external_id for h in col.search("quarterly revenue", k=5)} == {"keep", "gone"}
     with client.store.tenant(col.tenant) as conn:
         bands = "SELECT count(*) FROM document_minhash_bands WHERE collection_id = %s"
-        assert conn.execute(bands, (col.collection_id,)).fetchone()[0] == 2 * 32  # 32 bands per document
-    col.delete("gone")
+        assert conn.execute(bands, (col.collection_id,)).fetchone()[0] == 3 * 32  # 32 bands per version
+    col.delete("gone")  # both versions' band keys go with it
     with client.store.tenant(col.tenant) as conn:
         assert conn.execute(bands, (col.collection_id,)).fetchone()[0] == 32
     assert {h.external_id for h in col.search("quarterly revenue spain", k=5)} == {"keep"}

@@ -33,6 +33,7 @@ from .errors import (
     NotFound,
     RunNotFound,
 )
+from .ingest import dedupe
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
@@ -456,7 +457,10 @@ class Collection:
             if active:
                 for statement in queries.RETIRE_VERSIONS:
                     conn.execute(statement, {"versions": active, "collection_id": self.collection_id})
-            conn.execute(queries.DELETE_DOCUMENT_BANDS, {"doc_id": doc_id})
+            bands = [(v, k) for v, signature in conn.execute(queries.DOCUMENT_SIGNATURES, {"doc_id": doc_id})
+                     for k in dedupe.band_keys(dedupe.from_bytes(signature))]
+            conn.execute(queries.DELETE_BANDS, {"collection_id": self.collection_id, "versions": [v for v, _ in bands],
+                                                "keys": [k for _, k in bands]})
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
             return uuid.UUID(str(doc_id))
