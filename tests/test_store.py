@@ -8,8 +8,11 @@ import psycopg
 import pytest
 
 from ragd.config import Settings
-from ragd.store import Store
+from ragd.engine import Ragd
+from ragd.store import Store, queries
 from ragd.store.postgres import migrations
+
+from .test_ingest import lexical_stats_consistent
 
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
@@ -41,6 +44,53 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         assert ext is not None
     finally:
         store.close()
+
+
+def test_a_store_written_with_two_indexes_per_posting_migrates_to_one_and_answers_the_same(
+        fresh_database: str, settings: Settings) -> None:
+    """Migration 13 rebuilds the postings' and band keys' indexes as one each: a store written before it keeps
+    every row, answers the same searches, and still retires, deletes and finds near-duplicates exactly."""
+    with psycopg.connect(fresh_database) as conn:  # the schema as it was, up to migration 12
+        conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
+        for version, name, text in migrations():
+            if version <= 12:
+                conn.execute(text.encode("utf-8"))
+                conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
+    store = Store(fresh_database, settings=settings, migrate=False)
+    rag = Ragd(store, settings, None)
+    try:
+        col = rag.collection("upgraded")
+        col.ingest(documents=[{"id": f"d{i}", "text": f"Report {i} on volcano ash, rainfall and crop yields. "
+                               f"Section {i} covers sample {i * 7}."} for i in range(12)])
+        col.ingest(documents=[{"id": "d3", "text": "Report 3 was withdrawn: volcano ash data under review."}])
+        queries_ = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review"]
+        before = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
+        with store.admin() as conn:
+            counts = conn.execute("SELECT (SELECT count(*) FROM lexical_postings), "
+                                  "(SELECT count(*) FROM document_minhash_bands)").fetchone()
+        assert store.migrate() == [v for v, _, _ in migrations() if v > 12]
+        with store.admin() as conn:
+            assert conn.execute("SELECT (SELECT count(*) FROM lexical_postings), "
+                                "(SELECT count(*) FROM document_minhash_bands)").fetchone() == counts
+            keys = dict(conn.execute(
+                "SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'p' "
+                "AND conrelid IN ('lexical_postings'::regclass, 'document_minhash_bands'::regclass)").fetchall())
+            indexes = conn.execute("SELECT count(*) FROM pg_index WHERE indrelid IN "
+                                   "('lexical_postings'::regclass, 'document_minhash_bands'::regclass)").fetchone()
+        assert keys == {
+            "lexical_postings": "PRIMARY KEY (collection_id, term, chunk_id, tenant_id) INCLUDE (tf, doc_len)",
+            "document_minhash_bands": "PRIMARY KEY (collection_id, band_key, doc_version_id, tenant_id)"}
+        assert indexes == (2,)
+        after = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
+        assert after == before and all(before.values())
+        col.ingest(documents=[{"id": "d5", "text": "Report 5 replaced: rainfall only."}])  # retire on the new key
+        col.delete("d3")  # two versions' band keys, found from their signatures
+        assert {h.external_id for h in col.search("withdrawn review", k=5, fusion="lexical")} == set()
+        lexical_stats_consistent(rag, col)
+        with store.admin() as conn:
+            assert conn.execute("SELECT count(*) FROM document_minhash_bands").fetchone()[0] == (11 + 1) * 32
+    finally:
+        rag.close()
 
 
 def test_one_active_version_per_document_is_enforced(client, name) -> None:  # type: ignore[no-untyped-def]
