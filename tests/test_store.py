@@ -78,8 +78,8 @@ def test_a_store_written_with_two_indexes_per_posting_migrates_to_one_and_answer
             indexes = conn.execute("SELECT count(*) FROM pg_index WHERE indrelid IN "
                                    "('lexical_postings'::regclass, 'document_minhash_bands'::regclass)").fetchone()
         assert keys == {
-            "lexical_postings": "PRIMARY KEY (collection_id, term, chunk_id, tenant_id) INCLUDE (tf, doc_len)",
-            "document_minhash_bands": "PRIMARY KEY (collection_id, band_key, doc_version_id, tenant_id)"}
+            "lexical_postings": "PRIMARY KEY (tenant_id, collection_id, term, chunk_id) INCLUDE (tf, doc_len)",
+            "document_minhash_bands": "PRIMARY KEY (tenant_id, collection_id, band_key, doc_version_id)"}
         assert indexes == (2,)
         after = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
         assert after == before and all(before.values())
