@@ -205,8 +205,8 @@ FROM documents d, jsonb_each(d.metadata) m WHERE d.doc_id = ANY(%(doc_ids)s)"""
 # Retiring and activating versions keeps chunks, embeddings and the BM25 statistics in step.
 # Each list runs in order, in the caller's transaction, for an array of version ids.
 RETIRE_VERSIONS = [
-    # the postings, found through the lexemes they were written from (their key is (collection_id, term,
-    # chunk_id)), then the document frequencies and length statistics from the rows deleted, in one statement
+    # the postings, found through the lexemes they were written from (their key is (tenant_id, collection_id,
+    # term, chunk_id)), then the document frequencies and length statistics from the rows deleted, in one statement
     """WITH gone AS (
          DELETE FROM lexical_postings p
          USING chunks c CROSS JOIN LATERAL unnest(c.lexemes) t
@@ -513,9 +513,9 @@ def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Com
     bound of the k-th best score overall. Then the non-essential terms are added one at a time, rarest first,
     and after each a chunk stays only while its partial score plus the upper bounds of the terms still to come
     (%(rub<j>)s) reaches theta, so each term is looked up for fewer chunks than the one before. A term is looked
-    up by probing the (collection_id, term, chunk_id) key per chunk or, when that would cost more (%(probe_cost)s
-    postings read per probe), by one pass over its %(rdf<j>)s postings joined by hash; both are planned and a
-    one-time filter on the chunk count runs only one."""
+    up by probing the postings' key, (tenant_id, collection_id, term, chunk_id), per chunk or, when that would
+    cost more (%(probe_cost)s postings read per probe), by one pass over its %(rdf<j>)s postings joined by hash;
+    both are planned and a one-time filter on the chunk count runs only one."""
     probes = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
               "WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(rest)s::text[]) "
               "AND p.chunk_id = t.chunk_id), 0)")

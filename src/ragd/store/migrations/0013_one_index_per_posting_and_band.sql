@@ -5,9 +5,8 @@
 -- (heap and two btrees), and ingest spent most of its server time there (SciFact, 501,252 postings and 165,856
 -- band keys: two btrees 7.0 s and 1.9 s, one 4.3 s and 1.35 s). Every reader knows the tenant, the collection
 -- and the term (or band key), so one key starting with them serves all:
---   * BM25 search scans a term's postings by (collection_id, term), as before, index-only;
---   * a chunk's posting for a term (MaxScore's probes, filtered search) is the exact key (collection_id, term,
---     chunk_id);
+--   * BM25 search scans a term's postings by (tenant_id, collection_id, term), index-only, as before;
+--   * a chunk's posting for a term (MaxScore's probes, filtered search) is the exact key;
 --   * retiring a version finds its postings through its chunks' lexemes, from which they were written;
 --   * deleting a document finds its band keys from its versions' signatures, from which they were computed.
 -- tenant_id leads both keys: row-level security adds `tenant_id = <the session's tenant>` to every scan, and as the
