@@ -46,10 +46,10 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
-def test_a_store_written_with_two_indexes_per_posting_migrates_to_one_and_answers_the_same(
+def test_a_store_written_with_two_indexes_per_band_key_migrates_to_one_and_answers_the_same(
         fresh_database: str, settings: Settings) -> None:
-    """Migration 13 rebuilds the postings' and band keys' indexes as one each: a store written before it keeps
-    every row, answers the same searches, and still retires, deletes and finds near-duplicates exactly."""
+    """Migration 13 rebuilds the band keys' two indexes as one: a store written before it keeps every row, answers
+    the same searches, and still retires, deletes (band keys found from signatures) and counts exactly."""
     with psycopg.connect(fresh_database) as conn:  # the schema as it was, up to migration 12
         conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
         for version, name, text in migrations():
@@ -78,12 +78,12 @@ def test_a_store_written_with_two_indexes_per_posting_migrates_to_one_and_answer
             indexes = conn.execute("SELECT count(*) FROM pg_index WHERE indrelid IN "
                                    "('lexical_postings'::regclass, 'document_minhash_bands'::regclass)").fetchone()
         assert keys == {
-            "lexical_postings": "PRIMARY KEY (tenant_id, collection_id, term, chunk_id) INCLUDE (tf, doc_len)",
+            "lexical_postings": "PRIMARY KEY (chunk_id, term, tenant_id) INCLUDE (tf, doc_len)",
             "document_minhash_bands": "PRIMARY KEY (tenant_id, collection_id, band_key, doc_version_id)"}
-        assert indexes == (2,)
+        assert indexes == (3,)  # the postings' two, the band keys' one
         after = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
         assert after == before and all(before.values())
-        col.ingest(documents=[{"id": "d5", "text": "Report 5 replaced: rainfall only."}])  # retire on the new key
+        col.ingest(documents=[{"id": "d5", "text": "Report 5 replaced: rainfall only."}])  # a version retired
         col.delete("d3")  # two versions' band keys, found from their signatures
         assert {h.external_id for h in col.search("withdrawn review", k=5, fusion="lexical")} == set()
         lexical_stats_consistent(rag, col)

@@ -205,23 +205,18 @@ FROM documents d, jsonb_each(d.metadata) m WHERE d.doc_id = ANY(%(doc_ids)s)"""
 # Retiring and activating versions keeps chunks, embeddings and the BM25 statistics in step.
 # Each list runs in order, in the caller's transaction, for an array of version ids.
 RETIRE_VERSIONS = [
-    # the postings, found through the lexemes they were written from (their key is (tenant_id, collection_id,
-    # term, chunk_id)), then the document frequencies and length statistics from the rows deleted, in one statement
-    """WITH gone AS (
-         DELETE FROM lexical_postings p
-         USING chunks c CROSS JOIN LATERAL unnest(c.lexemes) t
-         WHERE c.doc_version_id = ANY(%(versions)s)
-           AND p.collection_id = c.collection_id AND p.term = t.lexeme AND p.chunk_id = c.chunk_id
-         RETURNING p.collection_id, p.term, p.chunk_id, p.tf
-       ), uncounted AS (
-         UPDATE lexical_terms t SET df = t.df - x.n
-         FROM (SELECT collection_id, term, count(*) AS n FROM gone GROUP BY collection_id, term ORDER BY term) x
-         WHERE t.collection_id = x.collection_id AND t.term = x.term
-       )
-       UPDATE lexical_stats s SET n_chunks = s.n_chunks - x.n, total_len = s.total_len - x.len
-       FROM (SELECT collection_id, count(DISTINCT chunk_id) AS n, sum(tf) AS len FROM gone
-             GROUP BY collection_id) x
+    """UPDATE lexical_terms t SET df = t.df - x.n
+       FROM (SELECT p.collection_id, p.term, count(*) AS n FROM lexical_postings p
+             JOIN chunks c ON c.chunk_id = p.chunk_id
+             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY p.collection_id, p.term ORDER BY p.term) x
+       WHERE t.collection_id = x.collection_id AND t.term = x.term""",
+    """UPDATE lexical_stats s SET n_chunks = s.n_chunks - x.n, total_len = s.total_len - x.len
+       FROM (SELECT c.collection_id, count(DISTINCT p.chunk_id) AS n,
+                    sum(p.tf) AS len FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
+             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
        WHERE s.collection_id = x.collection_id""",
+    """DELETE FROM lexical_postings p USING chunks c
+       WHERE c.chunk_id = p.chunk_id AND c.doc_version_id = ANY(%(versions)s)""",
     "DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = %(collection_id)s",
     """UPDATE chunk_embeddings e SET is_active = false FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND e.is_active""",
@@ -513,12 +508,11 @@ def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Com
     bound of the k-th best score overall. Then the non-essential terms are added one at a time, rarest first,
     and after each a chunk stays only while its partial score plus the upper bounds of the terms still to come
     (%(rub<j>)s) reaches theta, so each term is looked up for fewer chunks than the one before. A term is looked
-    up by probing the postings' key, (tenant_id, collection_id, term, chunk_id), per chunk or, when that would
-    cost more (%(probe_cost)s postings read per probe), by one pass over its %(rdf<j>)s postings joined by hash;
-    both are planned and a one-time filter on the chunk count runs only one."""
+    up by probing the (chunk_id, term) key per chunk or, when that would cost more (%(probe_cost)s postings read
+    per probe), by one pass over its %(rdf<j>)s postings joined by hash; both are planned and a one-time filter
+    on the chunk count runs only one."""
     probes = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
-              "WHERE p.collection_id = %(collection_id)s AND p.term = ANY(%(rest)s::text[]) "
-              "AND p.chunk_id = t.chunk_id), 0)")
+              "WHERE p.chunk_id = t.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
     # One branch per essential term, its idf a parameter: the planner sees each term's real posting count
     # (executed unprepared, so with the actual values) and sums the partial scores in a hash aggregate instead
     # of sorting tens of thousands of uuids; 25-30% faster than one scan joined to the weights here.
@@ -532,8 +526,7 @@ def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Com
         steps.append(
             f"c{j + 1} AS MATERIALIZED (SELECT * FROM ("
             f" SELECT c.chunk_id, c.s + COALESCE((SELECT {one} FROM lexical_postings p"
-            f"  WHERE p.collection_id = %(collection_id)s AND p.term = %(rterm{j})s AND p.chunk_id = c.chunk_id), 0)"
-            f" AS s FROM c{j} c WHERE {probe_wins}"
+            f"  WHERE p.chunk_id = c.chunk_id AND p.term = %(rterm{j})s), 0) AS s FROM c{j} c WHERE {probe_wins}"
             # OFFSET 0 keeps the term's postings a scan: the planner, misjudging the chunk count, would probe
             f" UNION ALL SELECT c.chunk_id, c.s + COALESCE(r.x, 0) FROM c{j} c LEFT JOIN"
             f"  (SELECT p.chunk_id, {one} AS x FROM lexical_postings p WHERE p.collection_id = %(collection_id)s"
@@ -556,7 +549,7 @@ def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Com
 
 
 def lexical_filtered_sql(filters: Filters) -> sql.Composed:
-    """Full BM25 over a selective filter's chunks, each chunk's posting of each term looked up by its key."""
+    """Full BM25 over a selective filter's chunks, reaching postings through the (chunk_id, term) key."""
     where, _ = filter_clause(filters)
     cand = sql.SQL(
         # MATERIALIZED: start from the filtered chunks, whatever the planner guesses about the postings
@@ -565,6 +558,6 @@ def lexical_filtered_sql(filters: Filters) -> sql.Composed:
     return sql.SQL(
         "WITH " + _WEIGHTS + ", {cand}"
         "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
-        "           FROM cand CROSS JOIN w JOIN lexical_postings p ON p.collection_id = %(collection_id)s "
-        "           AND p.term = w.term AND p.chunk_id = cand.chunk_id GROUP BY p.chunk_id), " + _RANKED
+        "           FROM cand JOIN lexical_postings p ON p.chunk_id = cand.chunk_id "
+        "           AND p.term = ANY(%(terms)s::text[]) JOIN w ON w.term = p.term GROUP BY p.chunk_id), " + _RANKED
     ).format(cand=cand)
