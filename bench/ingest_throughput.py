@@ -17,7 +17,9 @@ table PDFs) are also ingested with 1..N files extracted at once (`--workers`), a
 `long`: one long dense PDF made of real text-layer pages (the Federal Register issue, the IBM Redbook sample, the
 20-page report and two ICDAR reports, repeated to `--long-pages`): pages/s extracted on one core, then the same file
 ingested end to end with one worker and with as many as there are cores (its pages read in ranges by all of them),
-with the largest worker's peak memory; and the parser alone, PLAYA against pdfminer, reading every page's objects.
+with the largest worker's peak memory; the same file without the pages read by OCR (seconds each), extracted on
+one core: the rate of text-layer pages alone; and the parser alone, PLAYA against pdfminer, reading every page's
+objects.
 """
 
 from __future__ import annotations
@@ -175,6 +177,26 @@ def objects_per_s(path: Path, use_playa: bool) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def text_layer_rate(path: Path, ocr_pages: list[int], out: Path) -> tuple[int, float]:
+    """(pages, seconds) extracting on one core the long PDF without the pages it read by OCR: the rate of
+    text-layer pages alone, which a few OCR pages (seconds each) would otherwise hide."""
+    import pypdfium2 as pdfium
+
+    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
+
+    src, dst, ocr = pdfium.PdfDocument(path), pdfium.PdfDocument.new(), set(ocr_pages)
+    dst.import_pages(src, [i for i in range(len(src)) if i + 1 not in ocr])
+    dst.save(out)
+    n = len(dst)
+    source = Source(path=out, data=out.read_bytes(), external_id=str(out), source_uri=out.as_uri())
+    t0 = time.perf_counter()
+    docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
+    took = time.perf_counter() - t0
+    assert not isinstance(docs[0], Exception), docs[0]
+    assert not docs[0].metadata.get("ocr_pages"), docs[0].metadata  # the same pages, read the same way
+    return n, took
+
+
 def long(pages: int) -> None:
     from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
 
@@ -197,12 +219,15 @@ def long(pages: int) -> None:
                 timings[workers] = time.perf_counter() - t0
                 assert not report.failed, report.failed
         worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        ocr = len(docs[0].metadata.get("ocr_pages") or [])
+        ocr_pages = list(docs[0].metadata.get("ocr_pages") or [])
+        ocr = len(ocr_pages)
+        text_n, text_s = text_layer_rate(path, ocr_pages, Path(tmp) / "text.pdf")
         split = (f"; {cores} workers reading page ranges {n / timings[cores]:6.1f} pages/s ({timings[cores]:6.1f} s, "
                  f"{timings[1] / timings[cores]:.2f}x)") if cores > 1 else ""
         print(f"long PDF {n} pages ({path.stat().st_size / 1e6:.1f} MB, {ocr} read by OCR: glyphs without a Unicode "
               f"map): extraction on one core {n / extract_s:6.1f} "
-              f"pages/s ({extract_s:6.1f} s); ingest end to end, 1 worker {n / timings[1]:6.1f} pages/s "
+              f"pages/s ({extract_s:6.1f} s), its {text_n} text-layer pages alone {text_n / text_s:6.1f} pages/s "
+              f"({text_s:6.1f} s); ingest end to end, 1 worker {n / timings[1]:6.1f} pages/s "
               f"({timings[1]:6.1f} s, {report.chunks} chunks){split}; peak RSS this process {peak_rss_mb():.0f} MB, "
               f"largest worker {worker_mb:.0f} MB; page objects alone on one core: PLAYA {playa:6.1f} pages/s, "
               f"pdfminer {pdfminer:6.1f} pages/s ({playa / pdfminer:.2f}x)")
