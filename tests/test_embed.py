@@ -45,6 +45,38 @@ def test_hashing_conformance_and_golden_values() -> None:
 GOLDEN_HASH_16 = [0, 0, 0, 0, 0, 0.1796, 0, 0, -0.1796, 0.9672, 0, 0, 0, 0, 0, 0]
 
 
+def test_hashing_vectors_are_exactly_the_definitions_sums() -> None:
+    """The hashing embedder's features, hashed and summed with numpy, give bit for bit the sums of its definition
+    written as a loop (sorted features, 1 + ln(tf), bigrams half, the sign from the hash's low bit): in 8 buckets
+    most features collide, so a different order of addition would show."""
+    import hashlib
+    import math
+    import random
+    from collections import Counter
+
+    from ragd.embed.hashing import tokens
+
+    def reference(text: str, dims: int) -> np.ndarray:
+        words = tokens(text)
+        features = Counter(words)
+        features.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        out = np.zeros(dims)
+        for feature in sorted(features):
+            value = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+            weight = (1.0 + math.log(features[feature])) * (0.5 if " " in feature else 1.0)
+            out[(value >> 1) % dims] += weight if value & 1 else -weight
+        return out
+
+    rng = random.Random(3)
+    vocabulary = ["alpha", "beta", "Gamma", "déjà", "vu", "ß", "中文", "x1", "2024", "naïve", "STRASSE", "o'neil"]
+    texts = ["", "   ", "alpha", "alpha alpha", *TEXTS]
+    texts += [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 300))) for _ in range(200)]
+    for dims in (8, 384):
+        embedder = HashingEmbedder(dims)
+        for text in texts:
+            assert embedder._vector(text).tobytes() == reference(text, dims).tobytes(), text
+
+
 @pytest.mark.model
 def test_onnx_bge_small_conformance_and_relevance() -> None:
     emb = OnnxEmbedder()
