@@ -166,7 +166,51 @@ def haystack(url: str, docs: list[dict[str, str]], vectors: np.ndarray) -> tuple
     return seconds, {"keyword": sparse, "vector": dense, "hybrid": hybrid}
 
 
-SYSTEMS = {"llamaindex": llamaindex, "langchain": langchain, "haystack": haystack}
+def floor(url: str, docs: list[dict[str, str]], vectors: np.ndarray) -> tuple[float, Modes]:
+    """No framework: the least a store searchable by keyword and by vector does, for a reference time. One table
+    (id primary key, text, a generated tsvector, the vector) written by one binary COPY, then a GIN index on the
+    tsvector and the HNSW index. Keyword: ts_rank_cd over the query's words joined by |; vector: HNSW; hybrid:
+    reciprocal rank fusion (k=60) of the two. A system that keeps texts, vectors and a keyword index cannot
+    ingest much faster than this on the same server."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    started = time.perf_counter()
+    conn = psycopg.connect(url, autocommit=True)
+    register_vector(conn)
+    conn.execute("CREATE TABLE scifact (id text PRIMARY KEY, content text NOT NULL, embedding vector(384) NOT NULL, "
+                 "tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED)")
+    with conn.cursor().copy("COPY scifact (id, content, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["text", "text", "vector"])
+        for d, v in zip(docs, vectors):
+            copy.write_row((d["id"], d["text"], v.astype(np.float32)))
+    conn.execute("CREATE INDEX ON scifact USING gin (tsv)")
+    conn.execute("CREATE INDEX ON scifact USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+    seconds = time.perf_counter() - started
+    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+
+    def keyword(text: str, vector: np.ndarray, k: int) -> list[str]:
+        rows = conn.execute(
+            "SELECT id FROM scifact, to_tsquery('simple', replace(plainto_tsquery('english', %s)::text, '&', '|')) q "
+            "WHERE tsv @@ q ORDER BY ts_rank_cd(tsv, q) DESC, id LIMIT %s", (text, k)).fetchall()
+        return [r[0] for r in rows]
+
+    def dense(text: str, vector: np.ndarray, k: int) -> list[str]:
+        rows = conn.execute("SELECT id FROM scifact ORDER BY embedding <=> %s LIMIT %s",
+                            (vector.astype(np.float32), k)).fetchall()
+        return [r[0] for r in rows]
+
+    def hybrid(text: str, vector: np.ndarray, k: int) -> list[str]:
+        fused: dict[str, float] = {}
+        for ranked in (dense(text, vector, k), keyword(text, vector, k)):
+            for rank, doc in enumerate(ranked):
+                fused[doc] = fused.get(doc, 0.0) + 1.0 / (60 + rank + 1)
+        return sorted(fused, key=lambda d: (-fused[d], d))[:k]
+
+    return seconds, {"keyword": keyword, "vector": dense, "hybrid": hybrid}
+
+
+SYSTEMS = {"llamaindex": llamaindex, "langchain": langchain, "haystack": haystack, "floor": floor}
 
 
 def main() -> None:

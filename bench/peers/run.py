@@ -1,6 +1,6 @@
 """ragd beside the PostgreSQL retrievers of LlamaIndex, LangChain and Haystack, on BEIR SciFact.
 
-    python bench/peers/run.py [--docs 5183] [--rounds 1] [--systems ragd,llamaindex,langchain,haystack]
+    python bench/peers/run.py [--docs 5183] [--rounds 1] [--systems ragd,llamaindex,langchain,haystack,floor]
 
 Every system gets the same precomputed bge-small-en vectors (ragd's own model; computed once and kept under
 bench/results/peers/) and the same embedded PostgreSQL, each in a database of its own; the frameworks run in their
@@ -11,6 +11,8 @@ Reported per system: ingest time from an empty store to searchable (indexes buil
 nDCG@10 / Recall@100 of the keyword, vector and hybrid modes over the 300 judged queries (document level). ragd
 ingests with every guarantee on (versions, runs, exact BM25 statistics, near-duplicate signatures, embedding cache),
 its vectors coming through an embedder that looks them up; what each framework does is in bench/peers/_peer.py.
+One more row, `floor`, is no framework: one table written by a binary COPY, then a GIN and an HNSW index (the
+least a store searchable both ways does), so the frameworks' and ragd's ingest times can be read against it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ragd.eval.runner import plan_overrides  # noqa: E402
 
 VENV = HERE.parent / ".venv-peers"
 CACHE = HERE.parent / "results" / "peers"
-PEERS = ("llamaindex", "langchain", "haystack")
+PEERS = ("llamaindex", "langchain", "haystack", "floor")  # floor: a plain COPY and two indexes, no framework
 RAGD_MODES = {"keyword": "lexical", "vector": "vector", "hybrid": "weighted"}
 
 
