@@ -159,15 +159,19 @@ INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, ba
 SELECT v, %(tenant_id)s, %(collection_id)s, k FROM unnest(%(versions)b::uuid[], %(keys)b::bigint[]) AS x(v, k)
 ON CONFLICT DO NOTHING"""
 
-# Active documents sharing at least one LSH band with any of the given keys, with the keys they share.
+# Active documents sharing at least one LSH band with any of the given keys, with the keys they share. The band
+# keys are looked up first, once (MATERIALIZED): on statistics not yet gathered after a bulk load the planner
+# drove the join from the collection's active versions and searched the band keys once per stored document.
 NEAR_DUPLICATE_CANDIDATES = """
-SELECT m.doc_id, d.external_id, m.signature, array_agg(b.band_key)
-FROM document_minhash_bands b
-JOIN document_minhash m ON m.doc_version_id = b.doc_version_id
-JOIN document_versions v ON v.doc_version_id = m.doc_version_id AND v.is_active
+WITH shared AS MATERIALIZED (
+    SELECT doc_version_id, array_agg(band_key ORDER BY band_key) AS keys FROM document_minhash_bands
+    WHERE collection_id = %(collection_id)s AND band_key = ANY(%(keys)s::bigint[])
+    GROUP BY doc_version_id)
+SELECT m.doc_id, d.external_id, m.signature, s.keys
+FROM shared s
+JOIN document_versions v ON v.doc_version_id = s.doc_version_id AND v.is_active
+JOIN document_minhash m ON m.doc_version_id = s.doc_version_id
 JOIN documents d ON d.doc_id = m.doc_id
-WHERE b.collection_id = %(collection_id)s AND b.band_key = ANY(%(keys)s::bigint[])
-GROUP BY m.doc_id, d.external_id, m.signature
 ORDER BY d.external_id"""
 
 # A new version's chunks and embeddings are written active: they are written in the transaction that activates
