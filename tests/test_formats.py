@@ -259,6 +259,28 @@ def test_scanned_page_is_read_by_ocr() -> None:
         assert (3, "1. Executive Summary") in headings(doc) or (2, "1. Executive Summary") in headings(doc)
 
 
+def test_blank_scanned_pages_are_read_as_blank_not_as_a_broken_file(tmp_path: Path) -> None:
+    """A duplex scan's blank backs: a page of one shade (no contrast to threshold) is read as a page without text.
+    (Otsu's threshold over one grey level was all NaN: the whole file failed as 'corrupt', ValueError.)"""
+    from PIL import Image
+
+    from ragd.errors import EmptyDocument
+
+    page = Image.open(SYN / "scanned_page.png").convert("RGB")
+    blanks = [Image.new("RGB", page.size, shade) for shade in ("white", (235, 235, 235))]
+    page.save(tmp_path / "duplex.pdf", save_all=True, append_images=blanks, resolution=200)
+    doc = extract(tmp_path / "duplex.pdf")
+    assert doc.metadata["pages"] == 3 and doc.metadata["ocr_pages"] == [1, 2, 3]
+    truth = Counter(w.lower() for w in WORD.findall((SYN / "truth" / "gt_report_p1.txt").read_text()))
+    found = Counter(w.lower() for w in WORD.findall(" ".join(" ".join((b.text, *(" ".join(r) for r in b.rows)))
+                                                             for b in doc.blocks)))
+    assert sum(min(n, found[w]) for w, n in truth.items()) / sum(truth.values()) >= 0.9
+    assert {b.page for b in doc.blocks} == {1}
+    blanks[0].save(tmp_path / "blank.png")
+    docs = list(extract_path(tmp_path / "blank.png", Limits.from_settings(Settings()), ExtractOptions()))
+    assert len(docs) == 1 and isinstance(docs[0], EmptyDocument), docs
+
+
 def test_near_duplicate_files_are_recorded_with_their_similarity(
         synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
     col, report = synthetic

@@ -102,6 +102,8 @@ def binarize_scan(image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     w1 = gray.size - w0
     with np.errstate(divide="ignore", invalid="ignore"):
         between = (s0 / w0 - (s0[-1] - s0) / w1) ** 2 * w0 * w1
+    if np.isnan(between).all():  # one shade (a blank page): no threshold to find, nothing to clean
+        return image
     threshold = int(np.nanargmax(between) * 0.95)
     binary = np.where(gray > threshold, 255, 0).astype(np.uint8)
     return np.stack([binary] * 3, axis=-1)
