@@ -281,6 +281,29 @@ def test_blank_scanned_pages_are_read_as_blank_not_as_a_broken_file(tmp_path: Pa
     assert len(docs) == 1 and isinstance(docs[0], EmptyDocument), docs
 
 
+def test_ocr_in_a_worker_uses_the_threads_it_is_given_and_reads_the_same() -> None:
+    """Workers reading at once share the cores, so each one's OCR model is given its share of threads: on one
+    thread a worker's OCR starts no thread pools of its own, on two it does, and the text is the same."""
+    import os
+
+    import psutil
+
+    from ragd.ingest.worker import Worker
+
+    limits, options = Limits.from_settings(Settings()), ExtractOptions()
+    read: dict[int, tuple[int, list[Any]]] = {}
+    for threads in (1, 2):
+        worker = Worker(limits)
+        try:
+            docs = worker.extract(SYN / "scanned_page.png", options, 0, threads)
+            assert isinstance(docs, list) and isinstance(docs[0], ExtractedDocument), docs
+            read[threads] = (psutil.Process(worker._proc.pid).num_threads(), docs)
+        finally:
+            worker.close()
+    assert read[1][1] == read[2][1]
+    assert (read[2][0] > read[1][0]) == ((os.cpu_count() or 1) >= 2), read  # one core: one thread either way
+
+
 def test_near_duplicate_files_are_recorded_with_their_similarity(
         synthetic: tuple[ragd.Collection, ragd.IngestReport]) -> None:
     col, report = synthetic

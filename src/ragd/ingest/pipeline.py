@@ -303,6 +303,8 @@ class _Extraction:
         self.isolated = settings.extract_isolation
         self.options = options
         self.workers = max(1, workers) if self.isolated else 1  # in-process parsers hold the GIL: one at a time
+        # workers reading at once share the cores: each one's OCR gets its share of them (one worker: all)
+        self.ocr_threads = max(1, default_workers() // self.workers) if self.workers > 1 else None
         self.split_pages = settings.pdf_split_pages if self.workers > 1 else 0
         self._taken: list[Worker] = []
         self._local = threading.local()
@@ -312,7 +314,7 @@ class _Extraction:
     def __call__(self, path: Path) -> list[ExtractedDocument | Exception]:
         if not self.isolated:
             return list(extract_path(path, self.limits, self.options))
-        answer = self._worker().extract(path, self.options, self.split_pages)
+        answer = self._worker().extract(path, self.options, self.split_pages, self.ocr_threads)
         return self._split(path, answer.pages) if isinstance(answer, PdfSplit) else answer
 
     def _worker(self) -> Worker:
@@ -342,7 +344,8 @@ class _Extraction:
         with self._ranges:
             worker = POOL.take(self.limits)
             try:
-                part: PdfPart | list[Exception] = worker.ask(("pdf_pages", path, start, stop), path)
+                part: PdfPart | list[Exception] = worker.ask(("pdf_pages", path, self.ocr_threads, start, stop),
+                                                             path)
                 return part
             finally:
                 POOL.give_back(worker)

@@ -74,13 +74,14 @@ class Worker:
         """Alive and not left mid-request (an interrupted caller): its next answer would be a stale one."""
         return self.alive and not self._busy
 
-    def extract(self, path: Path, options: ExtractOptions,
-                split_pages: int = 0) -> list[ExtractedDocument | Exception] | PdfSplit:
+    def extract(self, path: Path, options: ExtractOptions, split_pages: int = 0,
+                ocr_threads: int | None = None) -> list[ExtractedDocument | Exception] | PdfSplit:
         """The documents of one file, or one exception saying why there are none; with `split_pages`, a PDF of
-        that many pages or more comes back as a PdfSplit (its page count), to be read in ranges. On an overrun
-        the worker is killed (and `alive` is False afterwards)."""
-        answer: list[ExtractedDocument | Exception] | PdfSplit = self.ask(("extract", path, options, split_pages),
-                                                                          path)
+        that many pages or more comes back as a PdfSplit (its page count), to be read in ranges; `ocr_threads`:
+        the threads its OCR may use (None: every core). On an overrun the worker is killed (and `alive` is False
+        afterwards)."""
+        answer: list[ExtractedDocument | Exception] | PdfSplit = self.ask(
+            ("extract", path, ocr_threads, options, split_pages), path)
         return answer
 
     def ask(self, request: tuple[Any, ...], path: Path) -> Any:
@@ -134,6 +135,7 @@ def serve(fd: int) -> None:
     conn = Connection(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it stops this process)
     limits: Limits = conn.recv()
+    from .extract.ocr import set_ocr_threads
     from .pipeline import extract_or_split, lay_out_pdf, read_pdf_pages
 
     if not sys.platform.startswith("linux"):  # no /proc to watch from the parent: the kernel enforces it
@@ -151,12 +153,12 @@ def serve(fd: int) -> None:
             return
         kind, path, *args = request
         answer: Any
-        if kind == "pdf_pages":  # pages start..stop of a long PDF, unlaid
-            answer = read_pdf_pages(path, limits, *args)
-        elif kind == "pdf_layout":  # the document of a long PDF's ranges read by workers
+        if kind == "pdf_layout":  # the document of a long PDF's ranges read by workers
             answer = lay_out_pdf(path, *args)
-        else:
-            answer = extract_or_split(path, limits, *args)
+        else:  # a file, or pages start..stop of a long PDF (unlaid), with the threads its OCR may use
+            threads, *args = args
+            set_ocr_threads(threads)
+            answer = (read_pdf_pages if kind == "pdf_pages" else extract_or_split)(path, limits, *args)
         try:
             conn.send(answer)
         except OSError:  # the parent is gone
