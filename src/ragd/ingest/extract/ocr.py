@@ -173,9 +173,9 @@ def reset_ocr_engine() -> None:
 
 def set_ocr_threads(threads: int | None) -> None:
     """The threads this process's OCR may use (None: every core). Extraction workers reading at once share the
-    cores: with 2 workers on 2 cores, each OCR model on both cores read scans 1.3x slower than each on one (4 threads
-    on 2 cores). The text is the same either way (the models' results do not depend on their thread count: checked
-    on 29 real scanned pages, and end to end by the test that reads a PDF with 1 and 2 workers)."""
+    cores: with 2 workers on 2 cores, each OCR model on both cores read scans 1.3-1.5x slower than each on one
+    (4 threads on 2 cores). The text is the same either way (the models' results do not depend on their thread
+    count: checked on 29 real scanned pages, and end to end by the test that reads a PDF with 1 and 2 workers)."""
     global _ENGINE, _THREADS
     with _ENGINE_LOCK:
         if threads != _THREADS:
