@@ -177,37 +177,36 @@ def objects_per_s(path: Path, use_playa: bool) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def extract_pdf(path: Path) -> tuple[Any, float]:
+    """(the document, seconds) extracting a PDF in this process, on one core."""
+    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
+
+    source = Source(path=path, data=path.read_bytes(), external_id=str(path), source_uri=path.as_uri())
+    t0 = time.perf_counter()
+    docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
+    took = time.perf_counter() - t0
+    assert not isinstance(docs[0], Exception), docs[0]
+    return docs[0], took
+
+
 def text_layer_rate(path: Path, ocr_pages: list[int], out: Path) -> tuple[int, float]:
     """(pages, seconds) extracting on one core the long PDF without the pages it read by OCR: the rate of
     text-layer pages alone, which a few OCR pages (seconds each) would otherwise hide."""
     import pypdfium2 as pdfium
 
-    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
-
     src, dst, ocr = pdfium.PdfDocument(path), pdfium.PdfDocument.new(), set(ocr_pages)
     dst.import_pages(src, [i for i in range(len(src)) if i + 1 not in ocr])
     dst.save(out)
-    n = len(dst)
-    source = Source(path=out, data=out.read_bytes(), external_id=str(out), source_uri=out.as_uri())
-    t0 = time.perf_counter()
-    docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
-    took = time.perf_counter() - t0
-    assert not isinstance(docs[0], Exception), docs[0]
-    assert not docs[0].metadata.get("ocr_pages"), docs[0].metadata  # the same pages, read the same way
-    return n, took
+    doc, took = extract_pdf(out)
+    assert not doc.metadata.get("ocr_pages"), doc.metadata  # the same pages, read the same way
+    return len(dst), took
 
 
 def long(pages: int) -> None:
-    from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
-
     with tempfile.TemporaryDirectory(prefix="ragd-bench-long-") as tmp:
         path = Path(tmp) / "long.pdf"
         n = long_pdf(pages, path)
-        source = Source(path=path, data=path.read_bytes(), external_id=str(path), source_uri=path.as_uri())
-        t0 = time.perf_counter()
-        docs = list(EXTRACTORS["pdf"].extract(source, ExtractOptions()))
-        extract_s = time.perf_counter() - t0
-        assert not isinstance(docs[0], Exception), docs[0]
+        doc, extract_s = extract_pdf(path)
         playa, pdfminer = objects_per_s(path, True), objects_per_s(path, False)
         cores = default_workers()
         timings = {}
@@ -219,7 +218,7 @@ def long(pages: int) -> None:
                 timings[workers] = time.perf_counter() - t0
                 assert not report.failed, report.failed
         worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        ocr_pages = list(docs[0].metadata.get("ocr_pages") or [])
+        ocr_pages = list(doc.metadata.get("ocr_pages") or [])
         ocr = len(ocr_pages)
         text_n, text_s = text_layer_rate(path, ocr_pages, Path(tmp) / "text.pdf")
         split = (f"; {cores} workers reading page ranges {n / timings[cores]:6.1f} pages/s ({timings[cores]:6.1f} s, "
