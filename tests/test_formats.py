@@ -246,13 +246,18 @@ def test_every_chunk_of_a_split_table_starts_with_the_header(
     assert all(r[0].split("\n")[0] == "| " + " | ".join(INCIDENT_HEADER) + " |" for r in rows)
 
 
-def test_scanned_page_is_read_by_ocr() -> None:
+def scan_recall(doc: ExtractedDocument) -> float:
+    """The share of the synthetic scan's words (with their counts) found in the document's text and cells."""
     truth = Counter(w.lower() for w in WORD.findall((SYN / "truth" / "gt_report_p1.txt").read_text()))
+    text = " ".join(" ".join((b.text, *(" ".join(r) for r in b.rows))) for b in doc.blocks)
+    found = Counter(w.lower() for w in WORD.findall(text))
+    return sum(min(n, found[w]) for w, n in truth.items()) / sum(truth.values())
+
+
+def test_scanned_page_is_read_by_ocr() -> None:
     for name in ("scanned_page.png", "scanned.pdf"):  # the image, and the same scan as an image-only PDF
         doc = extract(SYN / name)
-        text = " ".join(" ".join((b.text, *(" ".join(r) for r in b.rows))) for b in doc.blocks)
-        found = Counter(w.lower() for w in WORD.findall(text))
-        recall = sum(min(n, found[w]) for w, n in truth.items()) / sum(truth.values())
+        recall = scan_recall(doc)
         assert recall >= 0.9, (name, recall)
         table = tables(doc, REVENUE_HEADER)  # the ruled table in the image, from aligned text boxes
         assert len(table) == 1 and table[0].rows[3][0] == "Asia Pacific", (name, [b.header for b in doc.blocks])
@@ -271,10 +276,7 @@ def test_blank_scanned_pages_are_read_as_blank_not_as_a_broken_file(tmp_path: Pa
     page.save(tmp_path / "duplex.pdf", save_all=True, append_images=blanks, resolution=200)
     doc = extract(tmp_path / "duplex.pdf")
     assert doc.metadata["pages"] == 3 and doc.metadata["ocr_pages"] == [1, 2, 3]
-    truth = Counter(w.lower() for w in WORD.findall((SYN / "truth" / "gt_report_p1.txt").read_text()))
-    found = Counter(w.lower() for w in WORD.findall(" ".join(" ".join((b.text, *(" ".join(r) for r in b.rows)))
-                                                             for b in doc.blocks)))
-    assert sum(min(n, found[w]) for w, n in truth.items()) / sum(truth.values()) >= 0.9
+    assert scan_recall(doc) >= 0.9
     assert {b.page for b in doc.blocks} == {1}
     blanks[0].save(tmp_path / "blank.png")
     docs = list(extract_path(tmp_path / "blank.png", Limits.from_settings(Settings()), ExtractOptions()))
