@@ -2,6 +2,7 @@
 --
 -- Migration 13 gave each one btree: postings (collection_id, term, chunk_id, tenant_id), band keys (collection_id,
 -- band_key, doc_version_id, tenant_id). Stores migrated by it are brought here; a new store passes through it.
+-- (IF NOT EXISTS: a store migrated by a development build whose 13 already kept the postings' two btrees.)
 --
 -- Postings: one key saved a third of their ingest time, but a term's postings then lie in chunk id order, not in
 -- the order they were written, and lexical search (an index-only scan checking each posting's visibility) was a
@@ -17,7 +18,7 @@
 -- insert a row that collides with another tenant's.
 ALTER TABLE lexical_postings DROP CONSTRAINT lexical_postings_pkey;
 ALTER TABLE lexical_postings ADD PRIMARY KEY (chunk_id, term, tenant_id) INCLUDE (tf, doc_len);
-CREATE INDEX lexical_postings_term ON lexical_postings (collection_id, term) INCLUDE (chunk_id, tf, doc_len, tenant_id);
+CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (collection_id, term) INCLUDE (chunk_id, tf, doc_len, tenant_id);
 
 ALTER TABLE document_minhash_bands DROP CONSTRAINT document_minhash_bands_pkey;
 ALTER TABLE document_minhash_bands ADD PRIMARY KEY (tenant_id, collection_id, band_key, doc_version_id);
