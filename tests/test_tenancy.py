@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -224,3 +225,87 @@ def test_what_a_session_leaves_behind_is_gone_before_its_connection_serves_again
             assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == real
             assert conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
                                 "AND pid = pg_backend_pid()").fetchone()[0] == 0
+
+
+# -- a hostile tenant's locks (issue 29) ----------------------------------------------------------------------
+
+RAGD_TABLES = ("tenants", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
+               "lexical_postings", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
+               "document_minhash_bands", "embedding_cache", "ingestion_runs", "ingestion_items", "query_executions",
+               "tenant_roles", "api_keys", "ragd_locks", "schema_migrations", "ragd_secret")
+
+
+@pytest.mark.parametrize("role", ["own", "ragd_app"])
+def test_a_tenant_cannot_lock_a_table_against_others(client: ragd.Ragd, two_tenants: Any, role: str) -> None:
+    for table in RAGD_TABLES:
+        for mode in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE ROW EXCLUSIVE", "SHARE"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), client.store.tenant("mallory") as conn:
+                if role == "ragd_app":
+                    conn.execute("SET ROLE ragd_app")
+                conn.execute(f"LOCK TABLE {table} IN {mode} MODE")
+
+
+def test_what_a_tenant_may_lock_stalls_no_other_tenant(client: ragd.Ragd, two_tenants: Any,
+                                                       settings: Any) -> None:
+    """Mallory holds every lock its roles allow, and the advisory keys ragd used, while a new process (a store
+    whose tenants wait at most 3 s for a lock) serves the victim's first session: search, listing, ingest and
+    delete all go through."""
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with client.store.tenant("mallory") as conn:
+            for table in RAGD_TABLES:
+                with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                    conn.execute(f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE")
+            for key in ("ragd.tenant_roles", "ragd.migrate"):
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+            conn.execute("SELECT doc_id FROM documents FOR UPDATE")
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        with ragd.connect(settings=settings.model_copy(update={"db_lock_timeout_s": 3.0})) as other:
+            victim = other.collection(two_tenants[1].name, tenant="victim", create=False)
+            assert [h.external_id for h in victim.search("payroll volcanoes", k=5)] == ["b1"]
+            assert [d["external_id"] for d in victim.documents()] == ["b1"]
+            assert victim.ingest(documents=[{"id": "b2", "text": "Victim budget for lava."}]).count("ingested") == 1
+            victim.delete("b2")
+            assert [d["external_id"] for d in victim.documents()] == ["b1"]
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_tenant_sessions_run_with_time_limits(client: ragd.Ragd, two_tenants: Any, settings: Any) -> None:
+    with ragd.connect(settings=settings.model_copy(update={"db_statement_timeout_s": 0.5,
+                                                           "db_lock_timeout_s": 0.25})) as other:
+        with other.store.tenant("mallory") as conn:
+            assert conn.execute("SELECT current_setting('statement_timeout'), current_setting('lock_timeout'), "
+                                "current_setting('idle_in_transaction_session_timeout')").fetchone() == (
+                "500ms", "250ms", "500ms")
+        with pytest.raises(psycopg.errors.QueryCanceled), other.store.tenant("mallory") as conn:
+            conn.execute("SELECT pg_sleep(5)")
+        with other.store.tenant("mallory") as conn:  # SET inside a session lasts until its connection is reused
+            conn.execute("SET statement_timeout = 0")
+        with other.store.tenant("mallory") as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("500ms",)
+
+
+def test_a_tenant_deletes_through_ragd_only_its_own_rows(client: ragd.Ragd, two_tenants: Any) -> None:
+    with client.store.tenant("victim") as conn:
+        victim_doc = conn.execute("SELECT doc_id FROM documents").fetchone()[0]
+    with client.store.tenant("mallory") as conn:
+        for statement in ("DELETE FROM chunks", "DELETE FROM documents", "TRUNCATE chunks",
+                          "SELECT * FROM ragd_locks", "UPDATE chunks SET tenant_id = tenant_id"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute(statement)
+        conn.execute("SELECT ragd_delete_document(%s)", (victim_doc,))
+        conn.execute("SET ROLE ragd_app")
+        conn.execute("SELECT ragd_delete_document(%s)", (victim_doc,))
+    assert [d["external_id"] for d in two_tenants[1].documents()] == ["b1"]
+    assert [h.external_id for h in two_tenants[1].search("payroll volcanoes", k=5)] == ["b1"]

@@ -20,6 +20,10 @@ class Settings(BaseSettings):
     app_database_url: str | None = None
     # how long a caller waits for a database connection before the request fails (database_unavailable, 503)
     db_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    # tenant sessions: a statement (and a transaction left idle) may run this long, and waits at most
+    # db_lock_timeout_s for a lock, so no tenant's SQL holds a backend or a lock for long
+    db_statement_timeout_s: float = Field(default=300.0, gt=0, le=86400)
+    db_lock_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     embedder: str = "bge-small-en"
     tenant: str = "default"
     collection: str = "default"

@@ -80,8 +80,21 @@ def _role_password(secret: str, role: str) -> str:
     return hmac.new(secret.encode(), b"login\x1f" + role.encode(), "sha256").hexdigest()
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    conn.execute("SET jit = off")
+def _tenant_settings(schema: str, settings: Settings) -> str:
+    """What every tenant connection is set to when it opens and before it serves again, whatever its role's
+    stored settings say (`ALTER ROLE CURRENT_USER SET ...` in a tenant's session changes that tenant's next
+    logins, and RESET ALL goes back to them): its own role, ragd's schema with temporary tables searched last, and
+    the limits that keep one tenant's SQL from holding locks or a backend for long."""
+    values = {"search_path": f'"{schema}", pg_temp', "statement_timeout": f"{settings.db_statement_timeout_s:g}s",
+              "lock_timeout": f"{settings.db_lock_timeout_s:g}s",
+              "idle_in_transaction_session_timeout": f"{settings.db_statement_timeout_s:g}s",
+              "default_transaction_read_only": "off", "default_transaction_isolation": "read committed",
+              "row_security": "on", "TimeZone": "UTC", "jit": "off"}
+    return "SET ROLE NONE; SELECT " + ", ".join(f"set_config('{k}', '{v}', false)" for k, v in values.items())
+
+
+def _configure(conn: psycopg.Connection[Any], session: str = "SET jit = off") -> None:
+    conn.execute(session)
     with contextlib.suppress(psycopg.ProgrammingError):  # no vector extension yet: registered after migrating
         register_vector(conn)
     conn.commit()
@@ -98,14 +111,15 @@ class Store:
         if migrate:
             self.migrate()
         self._pool = _pool(url, "ragd-admin", min_size=0, timeout=settings.db_timeout_s)
-        # Tenant sessions log in as their tenant's own role, so no SQL run on them can become another tenant
-        # (see migration 0006). Where those roles cannot log in, the privileged login takes the tenant's role
-        # for each transaction instead: still under row-level security, but SQL could RESET ROLE out of it.
+        # Tenant sessions log in as their tenant's own role, and only so: no SQL run on them can become another
+        # tenant or the privileged login (see migration 0006). There is no fallback that takes a tenant's role on
+        # the privileged login (SQL could RESET ROLE out of it), and one tenant's login trouble is that tenant's
+        # alone: its login is repaired, or its sessions refused, never the whole process switched to another mode.
         self._secret: str | None = None
+        self._schema: str | None = None
         self._roles: dict[str, str] = {}
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
-        self.tenant_logins: bool | None = None  # known after the first tenant session
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
         self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
 
@@ -137,6 +151,8 @@ class Store:
                 if row is None:
                     raise MigrationError("the ragd_secret table is empty; run `ragd migrate` on a fresh database")
                 self._secret = str(row[0])
+            if self._schema is None:
+                self._schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
             role = tenant_role(self._secret, tenant_id)
             conn.execute(queries.TENANT_ROLE_LOCK)
             conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant_id})
@@ -146,41 +162,82 @@ class Store:
         self._roles[tenant_id] = role
         return role
 
-    def _tenant_pool(self, role: str) -> ConnectionPool | None:
-        """The pool logging in as role, or None when tenant roles cannot log in here."""
+    def _tenant_pool(self, role: str, tenant_id: str) -> ConnectionPool:
+        """The pool logging in as role, opened after one login checked (and repaired) by _check_login."""
         with self._tenant_lock:
             pool = self._tenant_pools.get(role)
             if pool is not None:
                 self._tenant_pools.move_to_end(role)
                 return pool
-            if self.tenant_logins is False:
-                return None
-            assert self._secret is not None
-            params = conninfo_to_dict(self.settings.app_database_url or self.url)
-            params.update(user=role, password=_role_password(self._secret, role))
-            url = make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
-            if self.tenant_logins is None:
-                try:
-                    with psycopg.connect(url, connect_timeout=5) as conn:
-                        conn.execute("SELECT 1")
-                    self.tenant_logins = True
-                except psycopg.OperationalError as exc:
-                    self.tenant_logins = False
-                    _log.warning(
-                        "tenant roles cannot log in to %s (%s); tenant sessions take the tenant's role on "
-                        "the privileged login instead, which SQL run inside them could leave. Allow password "
-                        "logins for the ragd_t_* roles in pg_hba.conf (or set RAGD_APP_DATABASE_URL) for "
-                        "isolation that holds against SQL injection.", _redact(self.url), str(exc).strip())
-                    return None
-            pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
-                         timeout=self.settings.db_timeout_s)
-            self._tenant_pools[role] = pool
-            evicted = []
+        url = self._check_login(role, tenant_id)
+        settings = _tenant_settings(self._schema or "public", self.settings)
+        pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
+                     timeout=self.settings.db_timeout_s, session=settings)
+        with self._tenant_lock:
+            if role in self._tenant_pools:  # another thread opened it meanwhile
+                extra, pool = pool, self._tenant_pools[role]
+                evicted = [extra]
+            else:
+                self._tenant_pools[role] = pool
+                evicted = []
             while len(self._tenant_pools) > MAX_TENANT_POOLS:
                 evicted.append(self._tenant_pools.popitem(last=False)[1])
         for old in evicted:
             old.close()
         return pool
+
+    def _drop_pool(self, role: str) -> None:
+        with self._tenant_lock:
+            pool = self._tenant_pools.pop(role, None)
+        if pool is not None:
+            pool.close()
+
+    def _login_url(self, role: str) -> str:
+        assert self._secret is not None
+        params = conninfo_to_dict(self.settings.app_database_url or self.url)
+        params.update(user=role, password=_role_password(self._secret, role))
+        return make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
+
+    def _check_login(self, role: str, tenant_id: str) -> str:
+        """The tenant role's login URL, after one login succeeded as that role and showed no privilege beyond a
+        tenant's. SQL in a tenant's session may have changed its own login (`ALTER ROLE CURRENT_USER PASSWORD`,
+        `ALTER ROLE CURRENT_USER SET ...`): a failed login, or settings stored for the role, are repaired from the
+        privileged session, once. A login that still fails refuses this tenant's sessions only."""
+        url = self._login_url(role)
+        repaired = False
+        while True:
+            try:
+                with psycopg.connect(url, connect_timeout=5, autocommit=True) as conn:
+                    row = conn.execute(queries.LOGIN_CHECK).fetchone()
+            except psycopg.OperationalError as exc:
+                if repaired:
+                    raise DatabaseUnavailable(
+                        f"tenant {tenant_id!r} cannot log in to PostgreSQL as its own role: "
+                        f"{_first_line(str(exc))}. Allow password logins for the ragd_t_* roles in pg_hba.conf "
+                        "(or set RAGD_APP_DATABASE_URL to an address where they may log in)") from exc
+                self._repair_login(role)
+                repaired = True
+                continue
+            assert row is not None
+            superuser, bypass_rls, settings = row
+            if superuser or bypass_rls:  # never true of a role ragd created; refused if someone made it so
+                raise DatabaseUnavailable(
+                    f"tenant {tenant_id!r}'s role is a superuser or bypasses row-level security; ragd runs no "
+                    "tenant session over such a login. Run `ALTER ROLE ... NOSUPERUSER NOBYPASSRLS` on it")
+            if settings and not repaired:
+                self._repair_login(role)
+                repaired = True
+                continue
+            return url
+
+    def _repair_login(self, role: str) -> None:
+        """Give a tenant role back its password, its attributes and no stored settings."""
+        assert self._secret is not None
+        _log.warning("repairing the login of tenant role %s (its password or stored settings were changed)", role)
+        with self.admin() as conn:
+            for statement in queries.repair_tenant_role(role, _role_password(self._secret, role),
+                                                        str(conn.info.dbname)):
+                conn.execute(statement)
 
     def __enter__(self) -> Store:
         return self
@@ -226,11 +283,32 @@ class Store:
     def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction logged in as the tenant's role: row-level security shows and accepts its rows only."""
         role = self.tenant_role(tenant_id)
-        pool = self._tenant_pool(role)
-        with self._connection(pool) as conn, conn.transaction():
-            if pool is None:
-                conn.execute(queries.ACT_AS_ROLE, {"role": role})
-            yield conn
+        with contextlib.ExitStack() as stack:
+            try:
+                conn = stack.enter_context(self._tenant_pool(role, tenant_id).connection())
+            except (PoolTimeout, psycopg.OperationalError):
+                # the pool's logins may have been changed under it: checked, repaired and opened again, once
+                self._drop_pool(role)
+                conn = stack.enter_context(self._connection(self._tenant_pool(role, tenant_id)))
+            with conn.transaction():
+                yield conn
+
+    @staticmethod
+    @contextmanager
+    def exclusive(conn: psycopg.Connection[Any], name: str) -> Iterator[bool]:
+        """Hold ragd's lock `name` (a row of ragd_locks naming this backend) for the block, on conn in autocommit
+        mode, across the block's statements (CREATE INDEX CONCURRENTLY waits for every open transaction, so no
+        transaction may hold it); yields False, holding nothing, when a live backend holds it. A killed holder's
+        claim lapses with its backend."""
+        assert conn.autocommit
+        conn.execute(queries.ADD_LOCK, {"name": name})
+        mine = conn.execute(queries.CLAIM_LOCK, {"name": name}).fetchone() is not None
+        try:
+            yield mine
+        finally:
+            if mine and not conn.closed:
+                with contextlib.suppress(psycopg.OperationalError):  # a lost backend's claim has lapsed with it
+                    conn.execute(queries.RELEASE_LOCK, {"name": name})
 
     @contextmanager
     def _connection(self, pool: ConnectionPool | None = None) -> Iterator[psycopg.Connection[Any]]:
@@ -246,9 +324,16 @@ class Store:
         """Apply pending numbered migrations; safe to call from several processes at once."""
         applied_now: list[int] = []
         try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                for attempt in (1, 2):  # two processes creating the table at once: one of them fails, then finds it
+                    try:
+                        conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
+                        break
+                    except psycopg.errors.UniqueViolation:
+                        if attempt == 2:
+                            raise
             with psycopg.connect(self.url, autocommit=False) as conn, conn.transaction():
                 conn.execute(queries.MIGRATION_LOCK)
-                conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
                 done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
                 for version, name, text in migrations():
                     if version in done:
@@ -270,11 +355,13 @@ class Store:
 
 
 def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600,
-          timeout: float = 10.0) -> ConnectionPool:
+          timeout: float = 10.0, session: str = "SET jit = off") -> ConnectionPool:
     """Connections checked before use (a server restart leaves none broken for a caller); a caller waits at most
     `timeout` seconds for one, so a lost database is reported (503) within that time, not after minutes."""
-    return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle, configure=_configure,
-                          reset=_reset, check=ConnectionPool.check_connection, open=True, timeout=timeout, name=name)
+    return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle,
+                          configure=lambda conn: _configure(conn, session),
+                          reset=lambda conn: _reset(conn, session), check=ConnectionPool.check_connection,
+                          open=True, timeout=timeout, name=name)
 
 
 def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:
@@ -286,12 +373,17 @@ def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool
     admin.close()
 
 
-def _reset(conn: psycopg.Connection[Any]) -> None:
+def _reset(conn: psycopg.Connection[Any], session: str) -> None:
     """Undo whatever SQL in a session left behind (settings, role, temporary tables that would shadow ragd's own,
     listeners, session advisory locks) before the connection serves again."""
     for statement in queries.RESET_SESSION:
         conn.execute(statement)
+    conn.execute(session)
     conn.commit()
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "no reason given"
 
 
 def _redact(url: str) -> str:

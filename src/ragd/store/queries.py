@@ -14,17 +14,30 @@ from ..types import Filters
 # -- sessions and migrations ---------------------------------------------------------------------
 
 # Run on a pooled connection before it serves again: whatever SQL in the last session left behind is undone.
-RESET_SESSION = ("RESET ALL", "RESET ROLE", "DISCARD TEMP", "UNLISTEN *", "SELECT pg_advisory_unlock_all()",
-                 "SET jit = off")
+RESET_SESSION = ("RESET ALL", "RESET ROLE", "DISCARD TEMP", "UNLISTEN *", "SELECT pg_advisory_unlock_all()")
 READ_SECRET = "SELECT secret FROM ragd_secret"
-# Roles are cluster-wide: creating them is serialised across processes (and databases).
-TENANT_ROLE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.tenant_roles'))"
+# Creating tenant roles is serialised across processes by a row of ragd_locks, which no tenant can read or lock
+# (an advisory lock's key can be taken by any role: a tenant holding it stalled every new process's tenants).
+# Role names are keyed by each database's own secret, so two databases of a cluster never create the same role.
+TENANT_ROLE_LOCK = "SELECT 1 FROM ragd_locks WHERE name = 'tenant_roles' FOR UPDATE"
 ROLE_EXISTS = "SELECT 1 FROM pg_roles WHERE rolname = %(role)s"
 MAP_TENANT_ROLE = """
 INSERT INTO tenant_roles (role_name, tenant_id) VALUES (%(role)s, %(tenant_id)s) ON CONFLICT DO NOTHING"""
-# Only when tenant roles cannot log in: the privileged login takes the tenant's role for one transaction.
-ACT_AS_ROLE = "SELECT set_config('role', %(role)s, true)"
 CURRENT_TENANT = "SELECT ragd_tenant()"
+# A tenant login's check: its attributes, and whether settings are stored for it (by ALTER ROLE ... SET).
+LOGIN_CHECK = """
+SELECT r.rolsuper, r.rolbypassrls,
+       EXISTS (SELECT 1 FROM pg_db_role_setting s WHERE s.setrole = r.oid AND s.setdatabase IN (0, d.oid))
+FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()"""
+
+
+def repair_tenant_role(role: str, password: str, database: str) -> list[sql.Composed]:
+    """A tenant role's login as ragd made it: its password, no stored settings (its attributes a tenant cannot
+    change, and the login check refuses a role with more than a tenant's)."""
+    name = sql.Identifier(role)
+    return [sql.SQL("ALTER ROLE {role} LOGIN PASSWORD {password}").format(role=name, password=sql.Literal(password)),
+            sql.SQL("ALTER ROLE {role} RESET ALL").format(role=name),
+            sql.SQL("ALTER ROLE {role} IN DATABASE {db} RESET ALL").format(role=name, db=sql.Identifier(database))]
 
 
 def create_tenant_role(role: str, password: str) -> sql.Composed:
@@ -35,7 +48,6 @@ def create_tenant_role(role: str, password: str) -> sql.Composed:
     ).format(role=sql.Identifier(role), password=sql.Literal(password))
 
 
-MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragd.migrate'))"
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    integer PRIMARY KEY,
@@ -45,6 +57,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 APPLIED_MIGRATIONS = "SELECT version FROM schema_migrations ORDER BY version"
 RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES (%(version)s, %(name)s)"
 SCHEMA_VERSION = "SELECT max(version) FROM schema_migrations"
+# Migrations are serialised by a lock on their own table, which no tenant role may read or lock.
+MIGRATION_LOCK = "LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE"
 
 # -- tenants and collections -----------------------------------------------------------------------
 
@@ -102,9 +116,18 @@ def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
 
 # Whether the collection's HNSW index exists and is valid (a build that was killed leaves an invalid one).
 HNSW_INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%(name)s)"
-# One index build per collection at a time, across processes (a session lock: a killed builder releases it).
-TRY_INDEX_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('ragd-hnsw:' || %(name)s, 0))"
-INDEX_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended('ragd-hnsw:' || %(name)s, 0))"
+# One index build per collection at a time, across processes: the builder's backend claims the row of ragd_locks
+# named after the index (a claim by a backend that no longer runs has lapsed). No tenant can read or change those
+# rows; an advisory lock's key any role could take.
+ADD_LOCK = "INSERT INTO ragd_locks (name) VALUES (%(name)s) ON CONFLICT DO NOTHING"
+CLAIM_LOCK = """
+UPDATE ragd_locks l SET holder_pid = me.pid, holder_start = me.backend_start
+FROM (SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) me
+WHERE l.name = %(name)s AND (l.holder_pid IS NULL OR NOT EXISTS (
+    SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.holder_pid AND a.backend_start = l.holder_start))
+RETURNING 1"""
+RELEASE_LOCK = """
+UPDATE ragd_locks SET holder_pid = NULL, holder_start = NULL WHERE name = %(name)s AND holder_pid = pg_backend_pid()"""
 
 
 # -- documents and versions ------------------------------------------------------------------------
@@ -197,7 +220,9 @@ FROM unnest(%(chunk_ids)b::uuid[], %(embeddings)b::vector[]) AS x(c, v)"""
 UPDATE_CHUNK_TAGS = "UPDATE chunks SET tags = %(tags)s WHERE doc_version_id = %(doc_version_id)s"
 
 # Rewrite the filter values of documents whose tags or metadata may have changed.
-CLEAR_FILTER_VALUES = "DELETE FROM document_filter_values WHERE doc_id = ANY(%(doc_ids)s)"
+# (Tenant sessions delete through SECURITY DEFINER functions: tenant roles hold no DELETE privilege, which would let
+# them lock a table against every tenant; see migration 0015.)
+CLEAR_FILTER_VALUES = "SELECT ragd_delete_filter_values(%(doc_ids)s::uuid[])"
 WRITE_FILTER_VALUES = """
 INSERT INTO document_filter_values (doc_id, tenant_id, collection_id, field, value)
 SELECT d.doc_id, d.tenant_id, d.collection_id, 'tags', t FROM documents d, unnest(d.tags) t
@@ -219,9 +244,8 @@ RETIRE_VERSIONS = [
                     sum(p.tf) AS len FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
              WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
        WHERE s.collection_id = x.collection_id""",
-    """DELETE FROM lexical_postings p USING chunks c
-       WHERE c.chunk_id = p.chunk_id AND c.doc_version_id = ANY(%(versions)s)""",
-    "DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = %(collection_id)s",
+    # the versions' postings, then the terms whose document frequency fell to 0
+    "SELECT ragd_delete_postings(%(versions)s::uuid[], %(collection_id)s)",
     """UPDATE chunk_embeddings e SET is_active = false FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND e.is_active""",
     "UPDATE chunks SET is_active = false WHERE doc_version_id = ANY(%(versions)s) AND is_active",
@@ -282,14 +306,12 @@ ACTIVE_CHUNKS = """
 SELECT d.external_id, c.chunk_index, c.chunk_id::text, c.content, c.token_count
 FROM chunks c JOIN documents d USING (doc_id)
 WHERE c.collection_id = %(collection_id)s AND c.is_active ORDER BY d.external_id, c.chunk_index"""
-DELETE_DOCUMENT = "DELETE FROM documents WHERE doc_id = %(doc_id)s"
+DELETE_DOCUMENT = "SELECT ragd_delete_document(%(doc_id)s)"
 # Band keys have no foreign key (one per band per version: a check per row slowed ingest): deleted first, by their
 # key, computed again from the signatures of the document's versions.
 DOCUMENT_SIGNATURES = """
 SELECT doc_version_id, signature FROM document_minhash WHERE doc_id = %(doc_id)s ORDER BY doc_version_id"""
-DELETE_BANDS = """
-DELETE FROM document_minhash_bands b USING unnest(%(versions)s::uuid[], %(keys)s::bigint[]) AS x(v, k)
-WHERE b.collection_id = %(collection_id)s AND b.band_key = x.k AND b.doc_version_id = x.v"""
+DELETE_BANDS = "SELECT ragd_delete_bands(%(collection_id)s, %(versions)s::uuid[], %(keys)s::bigint[])"
 
 # -- embedding cache ---------------------------------------------------------------------------------
 
