@@ -409,3 +409,59 @@ def test_every_request_logs_one_line(http: TestClient, world: dict[str, Any], ca
         ("POST", "/v1/search", 200), ("GET", "/v1/documents", 401)]
     assert lines[0]["tenant_id"] == world["a"] and lines[1]["tenant_id"] is None
     assert all(x["request_id"] and x["latency_ms"] >= 0 for x in lines)
+
+
+# -- characters PostgreSQL cannot store, shapes too deep (issue 29) ---------------------------------------------
+
+@pytest.mark.parametrize("bad", ["a\u0000b", "a\ud800b"])
+def test_unstorable_characters_in_a_request_are_400(http: TestClient, world: dict[str, Any], bad: str) -> None:
+    auth = _auth(world["key_a"])
+    for route, body in (("/v1/query", {"question": f"parental {bad} leave", "collection": "docs"}),
+                        ("/v1/query", {"question": f"parental {bad} leave", "collection": "docs", "stream": True}),
+                        ("/v1/search", {"query": f"parental {bad} leave", "namespace": "docs"}),
+                        ("/v1/chat/completions", {"model": "docs", "messages": [{"role": "user",
+                                                                                 "content": f"leave {bad}"}]})):
+        _is_error(http.post(route, content=json.dumps(body), headers={**auth, "Content-Type": "application/json"}),
+                  400, "bad_request")
+    for method in ("GET", "DELETE"):  # (a surrogate's bytes in a URL are not UTF-8: read as U+FFFD, a 404)
+        response = http.request(method, "/v1/documents/a%00b?collection=docs", headers=auth)
+        _is_error(response, 400, "bad_request")
+    assert http.get("/v1/documents?collection=docs", headers=auth).status_code == 200  # the connection carries on
+
+
+def test_index_refuses_items_it_cannot_store_as_given_and_says_so(http: TestClient, world: dict[str, Any]) -> None:
+    namespace = "ns-" + uuid.uuid4().hex[:8]
+    deep: Any = "bottom"
+    for _ in range(900):
+        deep = {"d": deep}
+    docs = [{"content": "Aliased under another id.", "id": "a\u0000b"},
+            {"content": "Metadata far too deep.", "id": "deep", "metadata": deep},
+            {"content": "Kept: this one is fine.", "id": "fine"}]
+    response = http.post("/v1/index", json={"documents": docs, "namespace": namespace},
+                         headers=_auth(world["key_b"]))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["indexed"] == 1 and [f["index"] for f in body["failed"]] == [0, 1]
+    assert "NUL" in body["failed"][0]["error"] and "deeper than" in body["failed"][1]["error"]
+    listed = http.get(f"/v1/documents?collection={namespace}", headers=_auth(world["key_b"])).json()
+    assert [d["external_id"] for d in listed["documents"]] == ["fine"]  # nothing stored as "ab"
+    deeper = "[" * 5000 + "1" + "]" * 5000  # past the JSON parser's own recursion limit
+    body = '{"documents": [{"content": "x", "metadata": {"a": ' + deeper + "}}]}"
+    too_deep = http.post("/v1/index", content=body,
+                         headers={**_auth(world["key_b"]), "Content-Type": "application/json"})
+    _is_error(too_deep, 400, "bad_request")
+
+
+def test_the_library_refuses_unstorable_ids_queries_and_depths(world: dict[str, Any]) -> None:
+    from ragd.errors import InvalidRequest
+
+    col = world["client"].collection("docs", tenant=world["a"], create=False)
+    deep: Any = 1
+    for _ in range(900):
+        deep = [deep]
+    for call in (lambda: col.search("a\x00b"), lambda: col.ask("a\ud800b"), lambda: col.document("a\x00b"),
+                 lambda: col.delete("a\x00b"), lambda: col.ingest(documents=[{"id": "a\x00b", "text": "x"}]),
+                 lambda: col.ingest(documents=[{"id": "d", "text": "x", "metadata": {"m": deep}}]),
+                 lambda: col.ingest(documents=[{"id": "d", "text": "x"}], metadata={"m": deep})):
+        with pytest.raises(InvalidRequest):
+            call()

@@ -37,6 +37,7 @@ from .ingest import dedupe
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.text import text_blocks
+from .ingest.normalize import unstorable
 from .ingest.pipeline import Duplicates, Progress, run_ingest
 from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
@@ -275,15 +276,12 @@ class Collection:
         with self.store.maintenance() as conn:
             if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,):
                 return True
-            if conn.execute(queries.TRY_INDEX_LOCK, {"name": name}).fetchone() != (True,):
-                return False  # another process is building it
-            try:
+            with self.store.exclusive(conn, name) as mine:
+                if not mine:
+                    return False  # another process is building it
                 if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
                     conn.execute(queries.drop_hnsw_index(self.collection_id))
                 conn.execute(queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims))
-            finally:
-                if not conn.closed:
-                    conn.execute(queries.INDEX_UNLOCK, {"name": name})
         return True
 
     def write_artifacts(self, versions: Sequence[tuple[uuid.UUID, ExtractedDocument]]) -> dict[uuid.UUID, str]:
@@ -332,6 +330,7 @@ class Collection:
         available); the result is the same for any number."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
+        _require_storable("metadata", dict(metadata or {}))
         docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
         with span("rag.indexer.index_documents", **{"rag.collection": self.name, "rag.paths": len(paths),
                                                     "rag.documents": len(docs), "rag.uploads": len(uploads)}) as s:
@@ -361,6 +360,8 @@ class Collection:
         """Retrieve with a plan built from k, filters and overrides; served from the result cache while the
         collection is unchanged. `debug`, when given, receives the reranker's outcome (see `retrieve`) or
         `cached: true`."""
+        _require_storable("the query", query)
+        _require_storable("the filters", filters if isinstance(filters, Mapping) else None)
         full = self.plan(k, filters, **plan)
         cache = self.client.cache
         debug = {} if debug is None else debug
@@ -385,6 +386,8 @@ class Collection:
             emit_log: bool = True) -> Answer:
         """Answer from the collection with citations, or abstain when the evidence is weak (see `ask`). Reranks
         unless `rerank=False` or RAGD_RERANKER is none."""
+        _require_storable("the question", question)
+        _require_storable("the filters", filters if isinstance(filters, Mapping) else None)
         use_rerank = self.settings.reranker != "none" if rerank is None else rerank
         return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug, request_id=request_id,
                    emit_log=emit_log)
@@ -436,6 +439,7 @@ class Collection:
 
     def document(self, ref: str) -> dict[str, Any]:
         """A document by external id or doc id, with its versions."""
+        _require_storable("the document reference", ref)
         with self.store.tenant(self.tenant) as conn:
             cur = conn.execute(queries.GET_DOCUMENT, {"collection_id": self.collection_id, "ref": str(ref)})
             row = cur.fetchone()
@@ -447,6 +451,7 @@ class Collection:
 
     def delete(self, ref: str) -> uuid.UUID:
         """Delete a document and all its versions; it leaves retrieval at once."""
+        _require_storable("the document reference", ref)
         with self.store.tenant(self.tenant) as conn:
             row = conn.execute(queries.GET_DOCUMENT, {"collection_id": self.collection_id, "ref": str(ref)}).fetchone()
             if row is None:
@@ -482,10 +487,20 @@ def _explain(conn: Any, leg: str, stmt: Any, params: dict[str, Any], analyze: bo
     return {"leg": leg, "sql": text, "plan": "\n".join(lines)}
 
 
+def _require_storable(what: str, value: Any) -> None:
+    """Refuse what PostgreSQL cannot store or look up as given (NUL, lone surrogates, nesting past MAX_DEPTH),
+    instead of storing it changed (an id without its NUL names another document) or failing inside a query."""
+    problem = unstorable(value)
+    if problem:
+        raise InvalidRequest(f"{what} {problem}")
+
+
 def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
     rid, text = raw.get("id"), raw.get("text")
     if not rid or not isinstance(text, str):
         raise InvalidRequest("an in-memory document needs a non-empty 'id' and a 'text' string")
+    _require_storable(f"document id {str(rid)!r}:", str(rid))
+    _require_storable(f"document {str(rid)!r}: metadata", raw.get("metadata"))
     title = raw.get("title")
     blocks = ([Block("heading", str(title), level=1)] if title else []) + text_blocks(text)
     return ExtractedDocument(external_id=str(rid), source_uri=str(raw.get("source_uri") or f"memory:{rid}"),

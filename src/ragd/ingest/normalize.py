@@ -84,6 +84,30 @@ def decode_text(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
+# How deep metadata and filters may nest (objects and arrays): deeper values are refused, never walked recursively.
+MAX_DEPTH = 32
+
+
+def unstorable(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why value cannot be stored or looked up as given (a NUL character or a lone surrogate in a string, which
+    PostgreSQL refuses, or nesting deeper than max_depth), or None. Walks without recursion, so any depth is safe."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            bad = _UNSTORABLE.search(item)
+            if bad:
+                return "holds a NUL character (U+0000)" if bad.group() == "\x00" else \
+                    "holds a lone UTF-16 surrogate (U+D800-U+DFFF)"
+        elif isinstance(item, dict | list | tuple):
+            if depth >= max_depth:
+                return f"is nested deeper than {max_depth} levels"
+            if isinstance(item, dict):
+                stack.extend((k, depth) for k in item)
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return None
+
+
 def storable(value: Any) -> Any:
     """value with every string made storable: NUL dropped, lone surrogates replaced by U+FFFD. Walks strings,
     lists, tuples, dict keys and values, and dataclasses (blocks, documents); returns value itself if clean."""

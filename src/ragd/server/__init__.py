@@ -45,6 +45,7 @@ from ..errors import (
     RagdError,
 )
 from ..ids import sha256_text
+from ..ingest.normalize import unstorable
 from ..ingest.uploads import spool
 from ..store.postgres import latest_migration
 from ..types import jsonable
@@ -625,7 +626,10 @@ def _index_problem(d: IndexDocument) -> str:
         value = getattr(d, name)
         if value is not None and (not isinstance(value, str | int) or isinstance(value, bool) or not str(value)):
             return f"{name} must be a non-empty string"
-    return ""
+        if isinstance(value, str) and unstorable(value):  # stored without it, the id would name another document
+            return f"{name} {unstorable(value)}"
+    problem = unstorable(d.metadata)
+    return f"metadata {problem}" if problem else ""
 
 
 def _version() -> str:
