@@ -107,3 +107,12 @@ def test_usage_errors_from_the_installed_command(cli_env: dict[str, str]) -> Non
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error (bad_request): Invalid value for '--k'")
     assert result.stderr.strip().count("\n") == 0 and "Usage:" not in result.stderr
+
+
+def test_every_ragd_setting_is_checked_at_start(cli_env: dict[str, str]) -> None:
+    bad = run_cli(["collections", "list"], {**cli_env, "RAGD_OCR": "bogus"})
+    assert bad.returncode == 2 and "RAGD_OCR='bogus'" in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+    typo = run_cli(["collections", "list"], {**cli_env, "RAGD_EMBEDER": "hash"})
+    assert typo.returncode == 0 and "RAGD_EMBEDER is not a ragd setting" in typo.stderr
+    assert "did you mean RAGD_EMBEDDER?" in typo.stderr
+    assert run_cli(["collections", "list"], {**cli_env, "RAGD_OCR": "RapidOCR"}).returncode == 0

@@ -164,7 +164,11 @@ def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path
                     break
                 time.sleep(0.5)
         assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
-        assert "PostgreSQL" in down.json()["message"] and not_ready.status_code == 503 and alive.status_code == 200
+        assert not_ready.status_code == 503 and alive.status_code == 200
+        for response in (down, not_ready):  # nothing of the URL (user, database, socket path) to any client
+            assert response.json()["message"] == "the database is unavailable; retry later", response.text
+            assert response.headers["Retry-After"] == "5"
+        assert "PostgreSQL" in server["stderr"], server["stderr"][-3000:]  # the server's log says what failed
         assert statuses[-1] == 200 and set(statuses) <= {200, 503}, statuses
         assert "Traceback" not in server["stderr"]
     finally:
@@ -182,3 +186,23 @@ def test_serve_refuses_an_outdated_schema_and_gives_up_on_an_absent_database(fre
     assert gone.returncode == 3 and "waiting for the database" in gone.stderr
     assert gone.stderr.strip().splitlines()[-1].startswith("error (database_unavailable)")
     assert time.monotonic() - started < 30
+
+
+def test_serve_writes_a_line_per_request_and_per_query(cli_env: dict[str, str], name: str) -> None:
+    """The real `ragd serve` process: ragd.request lines on stderr by default, ragd.query lines where
+    RAGD_QUERY_LOG says (issue 29: it wrote neither)."""
+    import json
+
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_QUERY_LOG": "stdout"}
+    assert run_cli(["ingest", str(SAMPLES), "-c", name, "--tenant", "logs"], env).returncode == 0
+    key = run_cli(["keys", "create", "--tenant", "logs"], env).stdout.strip().splitlines()[-1]
+    auth = {"Authorization": f"Bearer {key}", "X-Request-ID": "req-logged-1"}
+    with serving(env) as server:
+        answered = httpx.post(server["url"] + "/v1/query", json={"question": "parental leave in Germany?",
+                                                                 "collection": name}, headers=auth, timeout=60)
+        assert answered.status_code == 200, answered.text
+    lines = [json.loads(line) for line in server["stderr"].splitlines() if line.startswith("{")]
+    requests = [line for line in lines if "method" in line and line.get("path") == "/v1/query"]
+    queries = [line for line in lines if "question_hash" in line]
+    assert len(requests) == 1 and requests[0]["request_id"] == "req-logged-1" and requests[0]["http_status"] == 200
+    assert len(queries) == 1 and queries[0]["request_id"] == "req-logged-1" and queries[0]["http_status"] == 200

@@ -429,6 +429,15 @@ def test_unstorable_characters_in_a_request_are_400(http: TestClient, world: dic
     assert http.get("/v1/documents?collection=docs", headers=auth).status_code == 200  # the connection carries on
 
 
+@pytest.mark.parametrize("question", ["\U0001F3FB", "?!", "\u200b"])
+def test_a_question_of_no_words_abstains(http: TestClient, world: dict[str, Any], question: str) -> None:
+    """(schemathesis found this one: a lone emoji embeds to a vector with no direction, whose cosine is NaN)"""
+    response = http.post("/v1/query", json={"question": question, "collection": "docs", "debug": True},
+                         headers=_auth(world["key_a"]))
+    assert response.status_code == 200, response.text
+    assert response.json()["abstained"] is True
+
+
 def test_index_refuses_items_it_cannot_store_as_given_and_says_so(http: TestClient, world: dict[str, Any]) -> None:
     namespace = "ns-" + uuid.uuid4().hex[:8]
     deep: Any = "bottom"
@@ -465,3 +474,14 @@ def test_the_library_refuses_unstorable_ids_queries_and_depths(world: dict[str, 
                  lambda: col.ingest(documents=[{"id": "d", "text": "x"}], metadata={"m": deep})):
         with pytest.raises(InvalidRequest):
             call()
+
+
+def test_runs_are_listed_per_collection(http: TestClient, world: dict[str, Any]) -> None:
+    auth = _auth(world["key_b"])
+    one, two = "runs-" + uuid.uuid4().hex[:6], "runs-" + uuid.uuid4().hex[:6]
+    for namespace in (one, two, two):
+        body = {"documents": [{"content": f"Run note for {namespace}.", "id": uuid.uuid4().hex}], "namespace": namespace}
+        assert http.post("/v1/index", json=body, headers=auth).status_code == 200
+    for namespace, count in ((one, 1), (two, 2)):
+        runs = http.get(f"/v1/runs?collection={namespace}", headers=auth).json()["runs"]
+        assert [r["collection"] for r in runs] == [namespace] * count

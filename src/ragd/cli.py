@@ -108,7 +108,7 @@ def handle_errors(func: F) -> F:
         except click.ClickException:
             raise
         except Exception as exc:  # a bug: still one line, the traceback only when asked for
-            if os.environ.get("RAGD_DEBUG"):
+            if os.environ.get("RAGD_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
                 raise
             fail("internal", f"{type(exc).__name__}: {exc} (set RAGD_DEBUG=1 for the traceback)", INTERNAL_EXIT)
 
@@ -323,16 +323,9 @@ def ask(question: str, collection: str | None, tenant: str | None, k: int, filte
 
 def _query_log(where: str) -> None:
     """Send the ragd.query log lines (one JSON object per answered query) where RAGD_QUERY_LOG says."""
-    if where == "off":
-        return
-    import logging
+    from .telemetry import json_lines
 
-    handler = logging.StreamHandler(sys.stdout if where == "stdout" else sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger = logging.getLogger("ragd.query")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+    json_lines("ragd.query", where)
 
 
 @main.group()
@@ -669,7 +662,7 @@ def runs() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def runs_list(collection: str | None, tenant: str | None, limit: int, as_json: bool) -> None:
-    """Recent runs of the tenant, newest first."""
+    """Recent runs of the collection, newest first."""
     items = open_collection(collection, tenant, None, create=False).runs(limit=limit)
     if as_json:
         emit_json({"runs": items})

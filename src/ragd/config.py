@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+# RAGD_ variables that are not settings of this process: the test suite's server, compose's database password
+NOT_SETTINGS = frozenset({"RAGD_TEST_DSN", "RAGD_DB_PASSWORD"})
 
 
 class Settings(BaseSettings):
@@ -79,6 +90,11 @@ class Settings(BaseSettings):
     near_duplicate_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
     # without a terminal (--json, background, CI), long ingests and evals print a progress line this often
     progress_interval_s: float = Field(default=10.0, ge=0.0)
+    # OCR of scanned pages: auto (tesseract when on PATH, else rapidocr), rapidocr or tesseract
+    ocr: Annotated[Literal["auto", "rapidocr", "tesseract"], BeforeValidator(_lower)] = "auto"
+    # `ragd serve`: where each request's JSON line (logger ragd.request) goes
+    request_log: Literal["off", "stdout", "stderr"] = "stderr"
+    debug: bool = False  # the CLI prints a traceback for an internal error
 
     @property
     def pgdata(self) -> Path:
@@ -92,6 +108,13 @@ class Settings(BaseSettings):
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment (and overrides), a bad value reported as one ConfigError line that names
     its RAGD_ variable."""
+    unknown = sorted(name for name in os.environ if name.startswith("RAGD_") and name not in NOT_SETTINGS
+                     and name[5:].lower() not in Settings.model_fields)
+    for name in unknown:
+        known = [f"RAGD_{field.upper()}" for field in Settings.model_fields]
+        close = difflib.get_close_matches(name, known, n=1)
+        logging.getLogger("ragd.config").warning(
+            "%s is not a ragd setting and is ignored%s", name, f" (did you mean {close[0]}?)" if close else "")
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -471,8 +471,9 @@ class Collection:
             return uuid.UUID(str(doc_id))
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The collection's latest ingestion runs, newest first."""
         with self.store.tenant(self.tenant) as conn:
-            cur = conn.execute(queries.LIST_RUNS, {"limit": limit})
+            cur = conn.execute(queries.LIST_RUNS, {"collection_id": self.collection_id, "limit": limit})
             return rows_as_dicts(cur)
 
     def run(self, run_id: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -18,10 +19,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from .engine import Ragd
-from .errors import InvalidRequest, RagdError
+from .errors import DatabaseUnavailable, InvalidRequest, RagdError
 from .ingest.uploads import spool
 from .types import jsonable
 
+_log = logging.getLogger("ragd.mcp")
 TENANT_STATE = "ragd_tenant"  # where the REST middleware leaves the authenticated tenant in the ASGI scope
 MAX_FILES = 20
 
@@ -47,6 +49,9 @@ def build(client: Callable[[], Ragd]) -> MCPServer:
         try:
             result: dict[str, Any] = jsonable(fn())
             return result
+        except DatabaseUnavailable as exc:  # its message names the URL, user and socket: logged, never sent
+            _log.error("MCP tool failed: %s", exc)
+            raise ToolError(f"{exc.code}: the database is unavailable; retry later") from exc
         except RagdError as exc:
             raise ToolError(f"{exc.code}: {' '.join(str(exc).split())}") from exc
 

@@ -5,6 +5,8 @@ SDK tracer provider is installed: `pip install 'ragd[otel]'` and configure an ex
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,3 +35,17 @@ def annotate(current: Any, **attributes: Any) -> None:
         for key, value in attributes.items():
             if value is not None:
                 current.set_attribute(key, value)
+
+
+def json_lines(logger_name: str, where: str) -> None:
+    """Send a logger's lines (one JSON object each: ragd.query, ragd.request) to stdout or stderr, or nowhere
+    ("off"); once per process and logger, however often it is asked."""
+    logger = logging.getLogger(logger_name)
+    if where == "off" or any(getattr(h, "ragd_lines", False) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stdout if where == "stdout" else sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.ragd_lines = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

@@ -103,6 +103,8 @@ def vector_leg(
     Unfiltered: the collection's HNSW index. Filtered: an exact scan when the matching set is small,
     else an iterative index scan, falling back to exact if it still returned fewer rows than exist.
     """
+    if not np.any(qvec) or not np.isfinite(qvec).all():
+        return []  # a query vector with no direction (a query of no words: an emoji, punctuation) is near nothing
     base = {"collection_id": collection_id, "embed_model": embed_model, "qvec": qvec}
     overfetch = limit + 10  # room for the canonical tie-break at the cut-off
     exact, matching = prepare_vector_scan(conn, collection_id=collection_id, filters=filters, limit=overfetch,

@@ -68,11 +68,14 @@ def _status(exc: RagdError) -> tuple[int, str]:
         return 404, exc.code
     if isinstance(exc, LLMUnavailable):
         return 502, "llm_unavailable"
-    if isinstance(exc, DatabaseUnavailable):
+    if isinstance(exc, DatabaseUnavailable):  # the message (URL, user, socket) is logged, never sent
         return 503, "database_unavailable"
     if exc.exit_code == 2:  # a request the configuration cannot serve (dimensions, models)
         return 400, "bad_request"
     return 500, "internal"
+
+
+DATABASE_UNAVAILABLE = "the database is unavailable; retry later"
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
@@ -80,9 +83,12 @@ def error_body(code: str, message: str) -> dict[str, str]:
 
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"  # collection names (the schema's CHECK)
+TEXT = r"^[^\x00]*$"  # PostgreSQL's text holds no NUL: a string holding one is refused (400), never stored changed
 Id = Annotated[str, PathParam(pattern=r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$",
                                description="A UUID")]
 Files = Annotated[list[UploadFile], File(description="One or more files, any supported format", min_length=1)]
+Ref = Annotated[str, PathParam(pattern=r"^[^\x00]+$", max_length=4096,
+                               description="A document's external id or doc id")]
 CollectionParam = Annotated[str | None, Query(pattern=NAME, max_length=128,
                                               description="The collection (default: RAGD_COLLECTION)")]
 
@@ -105,7 +111,7 @@ class QueryRequest(_Strict):
     """Seed 001 section 6 (`collection` added: the default collection when omitted)."""
 
     tenant_id: str | None = None
-    question: str = Field(min_length=1, max_length=8192)
+    question: str = Field(min_length=1, max_length=8192, pattern=TEXT)
     top_k: Int = Field(default=10, ge=1, le=50)
     debug: bool = False
     collection: str | None = Field(default=None, pattern=NAME, max_length=128)
@@ -145,7 +151,7 @@ class QueryResponse(BaseModel):
 class SearchRequest(_Strict):
     """Seed 002 POST /api/rag/search."""
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=8192, pattern=TEXT)
     namespace: str = Field(default="default", pattern=NAME, max_length=128)
     limit: Int = Field(default=10, ge=1, le=100)
     threshold: float = Field(default=0.7, ge=-1.0, le=1.0)
@@ -313,6 +319,10 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             except ApiError as exc:
                 return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
                                     headers={**exc.headers, "X-Request-ID": request.state.request_id})
+            except DatabaseUnavailable as exc:
+                log.error("request %s: %s", request.state.request_id, exc)
+                return JSONResponse(error_body(exc.code, DATABASE_UNAVAILABLE), status_code=503,
+                                    headers={"Retry-After": "5", "X-Request-ID": request.state.request_id})
         started = time.perf_counter()
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
@@ -491,14 +501,14 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
 
     @app.get("/v1/documents/{ref:path}", tags=["documents"],
              responses=_errs(400, 401, 404, 429, 500, 503))
-    def get_document(ref: str, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
+    def get_document(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """One document by external id or doc id, with its versions."""
         col = r.collection(collection, tenant=who, create=False)
         return jsonable(col.document(ref))  # type: ignore[no-any-return]
 
     @app.delete("/v1/documents/{ref:path}", tags=["documents"],
                 responses=_errs(400, 401, 404, 429, 500, 503))
-    def delete_document(ref: str, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
+    def delete_document(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """Delete a document and every version of it; searches stop finding it at once."""
         col = r.collection(collection, tenant=who, create=False)
         return {"deleted": str(col.delete(ref))}
@@ -506,7 +516,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     @app.get("/v1/runs", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_runs(r: Rag, who: Tenant, collection: CollectionParam = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
-        """The latest ingestion runs of the tenant."""
+        """The latest ingestion runs of the collection, newest first."""
         col = r.collection(collection, tenant=who, create=False)
         return {"runs": jsonable(col.runs(limit))}
 
@@ -587,8 +597,14 @@ def _log_failed_query(tenant: str, collection: str, request_id: str, question: s
 
 
 def app_from_env() -> FastAPI:
-    """The app for `ragd serve` workers, configured from RAGD_ variables."""
-    return create_app(load_settings())
+    """The app for `ragd serve` workers, configured from RAGD_ variables: each request's line on ragd.request where
+    RAGD_REQUEST_LOG says (stderr by default), each query's on ragd.query where RAGD_QUERY_LOG says."""
+    from ..telemetry import json_lines
+
+    settings = load_settings()
+    json_lines("ragd.request", settings.request_log)
+    json_lines("ragd.query", settings.query_log)
+    return create_app(settings)
 
 
 class ServerConfig(uvicorn.Config):
@@ -657,6 +673,9 @@ def _errors(app: FastAPI) -> None:
         if status == 500:
             log.error("request %s failed: %s", getattr(request.state, "request_id", ""), exc)
             return respond(request, 500, "internal", "an internal error occurred; see the server log")
+        if status == 503:
+            log.error("request %s: %s", getattr(request.state, "request_id", ""), exc)
+            return respond(request, 503, code, DATABASE_UNAVAILABLE, {"Retry-After": "5"})
         return respond(request, status, code, str(exc))
 
     @app.exception_handler(RequestValidationError)

@@ -373,7 +373,7 @@ FROM unnest(%(indexes)b::int[], %(source_uris)b::text[], %(external_ids)b::text[
 
 LIST_RUNS = """
 SELECT r.run_id, c.name AS collection, r.status, r.stage, r.started_at, r.finished_at, r.stats, r.error
-FROM ingestion_runs r JOIN collections c USING (collection_id)
+FROM ingestion_runs r JOIN collections c USING (collection_id) WHERE r.collection_id = %(collection_id)s
 ORDER BY r.started_at DESC, r.run_id LIMIT %(limit)s"""
 
 GET_RUN = """

@@ -187,7 +187,7 @@ def ocr_engine() -> OcrEngine:
     global _ENGINE
     with _ENGINE_LOCK:
         if _ENGINE is None:
-            choice = os.environ.get("RAGD_OCR", "auto").strip().lower()
+            choice = os.environ.get("RAGD_OCR", "auto").strip().lower()  # (checked by Settings at start)
             binary = shutil.which("tesseract")
             if choice == "tesseract" and binary is None:
                 raise IngestError("RAGD_OCR=tesseract but the tesseract command is not installed")
