@@ -87,7 +87,9 @@ def test_links_out_of_an_ingested_folder_are_skipped_unless_asked(
     for link in ("passwd.txt", "elsewhere"):
         assert (items[link].status, items[link].error_code) == ("skipped", "symlink_outside_folder")
         assert "outside" in (items[link].reason or "") and "--follow-symlinks" in (items[link].reason or "")
-    assert report.count("skipped") == 2 and len(report.items) == 3
+    for link in ("again", "loop"):  # links to folders inside it: walked where they are, each said so
+        assert items[link].status == "skipped" and "already" in (items[link].reason or "")
+    assert report.count("skipped") == 4 and len(report.items) == 5
     assert col.search("payroll password", k=3, fusion="lexical") == []
     followed = col.ingest([folder], options=ExtractOptions(follow_symlinks=True))
     assert followed.count("ingested") == 1 and not followed.failed  # the secret; the loop is walked once
@@ -141,3 +143,25 @@ def test_a_pdf_whose_forms_draw_themselves_is_read_once_round_and_ends(
     assert report.count("ingested") == 3, report.items
     assert col.search("lighthouse keepers", k=1)[0].content == "Lighthouse keepers form0"
     assert col.search("harbour pilots", k=1)[0].content == "Harbour pilots form0 form1 form2"
+
+
+def test_links_that_loop_or_lead_back_are_skipped_items_and_the_rest_is_stored(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_text("Apricots dry well in the sun.\n")
+    (folder / "self.md").symlink_to("self.md")  # ln -s self.md self.md: a loop
+    (folder / "here").symlink_to(".", target_is_directory=True)  # a link to the folder itself
+    (folder / "dangling.txt").symlink_to(tmp_path / "missing.txt")
+    col = client.collection(name)
+    for options in (ExtractOptions(), ExtractOptions(follow_symlinks=True)):
+        report = col.ingest([folder], options=options)
+        items = _by_name(report)
+        assert report.status == "succeeded" and not report.failed, report.items
+        assert set(items) == {"good.txt", "self.md", "here", "dangling.txt"}
+        assert items["good.txt"].status in ("ingested", "unchanged")
+        assert (items["self.md"].status, items["self.md"].error_code) == ("skipped", "symlink_loop")
+        assert "loop" in (items["self.md"].reason or "")
+        assert items["here"].status == "skipped" and "already" in (items["here"].reason or "")
+        assert (items["dangling.txt"].status, items["dangling.txt"].error_code) == ("skipped", "symlink_dangling")
+    assert [h.external_id.rsplit("/", 1)[-1] for h in col.search("apricots", k=1)] == ["good.txt"]

@@ -134,3 +134,48 @@ def test_a_script_without_a_main_guard_can_ingest_files(cli_env: dict[str, str],
                             env={**env, **cli_env})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n").count("RAN 1 0") == 1 and "Traceback" not in result.stderr
+
+
+# -- every item's work bounded (issue 29) ------------------------------------------------------------------------
+
+def _pages_pdf(streams: list[bytes]) -> bytes:
+    """A PDF of one page per content stream, all in Helvetica."""
+    n = len(streams)
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(n))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n),
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    for i, stream in enumerate(streams):
+        objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                    b"/Contents %d 0 R >>" % (5 + 2 * i),
+                    b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"]
+    return pdf_bytes(objects)
+
+
+def test_a_page_of_a_million_glyphs_fails_alone_and_the_rest_of_the_pdf_is_kept(
+        client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    text = b"BT /F1 12 Tf 72 700 Td (Quinces are fragrant and golden when ripe.) Tj ET"
+    heavy = b"BT /F1 1 Tf " + b"(" + b"Wx" * 500_000 + b") Tj ET"  # one line of a million glyphs
+    closing = b"BT /F1 12 Tf 72 700 Td (Medlars are eaten when bletted.) Tj ET"
+    (tmp_path / "heavy.pdf").write_bytes(_pages_pdf([text, heavy, closing]))
+    col = client.collection(name)
+    report = col.ingest([tmp_path / "heavy.pdf"])
+    assert report.count("ingested") == 1, report.items
+    warnings = report.items[0].reason or ""  # an item's warnings are its reason
+    assert "page 2" in warnings and "glyphs" in warnings, warnings
+    assert col.search("quinces fragrant", k=1, fusion="lexical")
+    assert col.search("medlars bletted", k=1, fusion="lexical")
+
+
+def test_a_document_whose_text_is_too_long_fails_alone(settings: Settings, name: str, tmp_path: Path) -> None:
+    """Chunking, keywords and signatures run in the ingesting process: a document's text is capped (checked in the
+    extraction worker, before it is sent back), so a 150 MB Markdown file cannot hold the run for many minutes."""
+    (tmp_path / "a_huge.md").write_text("# Huge\n\n" + "Lorem ipsum dolor sit amet. " * 80_000)  # 2.2 M characters
+    (tmp_path / "b_good.md").write_text("# Figs\n\nFigs are pollinated by wasps.\n")
+    with ragd.connect(settings=settings.model_copy(update={"max_document_chars": 1_000_000})) as client:
+        col = client.collection(name)
+        report = col.ingest([tmp_path])
+        outcomes = _outcomes(report)
+        assert outcomes == {"a_huge.md": ("failed", "file_too_large"), "b_good.md": ("ingested", None)}
+        reason = next(o.reason for o in report.items if o.status == "failed") or ""
+        assert "RAGD_MAX_DOCUMENT_CHARS" in reason and "2,240,0" in reason, reason
+        assert report.status == "succeeded" and col.search("pollinated by wasps", k=1)

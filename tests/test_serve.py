@@ -206,3 +206,58 @@ def test_serve_writes_a_line_per_request_and_per_query(cli_env: dict[str, str], 
     queries = [line for line in lines if "question_hash" in line]
     assert len(requests) == 1 and requests[0]["request_id"] == "req-logged-1" and requests[0]["http_status"] == 200
     assert len(queries) == 1 and queries[0]["request_id"] == "req-logged-1" and queries[0]["http_status"] == 200
+
+
+# -- open mode defended from web pages (issue 29) ----------------------------------------------------------------
+
+def _role_count(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return int(conn.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'ragd_t_%'").fetchone()[0])  # type: ignore[index]
+
+
+def test_open_mode_answers_only_loopback_and_its_own_pages(fresh_database: str, tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash",
+           "RAGD_RERANKER": "none"}
+    upload = {"files": ("note.md", b"# Note\n\nThe launch code is tulip.\n", "text/markdown")}
+    with serving(env) as server, httpx.Client(base_url=server["url"], timeout=30) as client:
+        port = server["url"].rsplit(":", 1)[1]
+        roles = _role_count(fresh_database)
+        refused = [
+            client.post("/v1/documents", files=upload, headers={"Origin": "http://evil.example"}),  # CSRF
+            client.post("/v1/documents", files=upload, headers={"Sec-Fetch-Site": "cross-site"}),
+            client.post("/v1/documents", files=upload, headers={"Origin": "null"}),
+            client.post("/v1/documents", files=upload, headers={"Origin": "http://localhost:1"}),  # another port
+            client.get("/v1/collections", headers={"Host": f"rebound.example:{port}"}),  # DNS rebinding
+            client.post("/mcp", headers={"Host": f"rebound.example:{port}", "Accept": "application/json"},
+                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ]
+        assert [r.status_code for r in refused] == [403] * len(refused), [r.text for r in refused]
+        assert all(r.json()["error"] == "forbidden" for r in refused)
+        assert client.get("/v1/collections").json() == {"collections": []}  # nothing was ingested
+        for i in range(20):  # a request that fails creates nothing, not even a login role
+            missing = client.post("/v1/query", json={"question": "launch code?", "tenant_id": f"probe-{i}"})
+            assert missing.status_code == 404, missing.text
+        assert _role_count(fresh_database) == roles
+        own = client.post("/v1/documents", files=upload, headers={"Origin": f"http://127.0.0.1:{port}",
+                                                                  "Sec-Fetch-Site": "same-origin"})
+        assert own.status_code == 200 and own.json()["counts"]["ingested"] == 1, own.text
+        assert client.get("/v1/collections", headers={"Host": f"localhost:{port}"}).status_code == 200
+
+
+def test_a_server_whose_keys_were_all_revoked_does_not_start_open(fresh_database: str, tmp_path: Path) -> None:
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash",
+           "RAGD_RERANKER": "none"}
+    env["RAGD_TENANT"] = "acme"
+    assert run_cli(["ingest", str(SAMPLES), "-c", "docs"], env).returncode == 0
+    created = run_cli(["keys", "create", "--tenant", "acme"], env)
+    prefix = created.stdout.strip().splitlines()[-1].split("_")[1]
+    assert run_cli(["keys", "revoke", f"ragd_{prefix}"], env).returncode == 0
+    refused = run_cli(["serve", "--port", str(_free_port())], env)
+    assert refused.returncode == 2 and "every API key of this database was revoked" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    with serving(env, "--open") as server:  # told so, it serves open (loopback only)
+        reply = httpx.post(server["url"] + "/v1/search", json={"query": "parental leave", "namespace": "docs"},
+                           timeout=30)
+    assert reply.status_code == 200 and "WARNING: no API keys exist" in server["stderr"]

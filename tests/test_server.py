@@ -480,7 +480,8 @@ def test_runs_are_listed_per_collection(http: TestClient, world: dict[str, Any])
     auth = _auth(world["key_b"])
     one, two = "runs-" + uuid.uuid4().hex[:6], "runs-" + uuid.uuid4().hex[:6]
     for namespace in (one, two, two):
-        body = {"documents": [{"content": f"Run note for {namespace}.", "id": uuid.uuid4().hex}], "namespace": namespace}
+        body = {"documents": [{"content": f"Run note for {namespace}.", "id": uuid.uuid4().hex}],
+                "namespace": namespace}
         assert http.post("/v1/index", json=body, headers=auth).status_code == 200
     for namespace, count in ((one, 1), (two, 2)):
         runs = http.get(f"/v1/runs?collection={namespace}", headers=auth).json()["runs"]

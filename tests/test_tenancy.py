@@ -206,6 +206,7 @@ def test_many_tenants_keep_a_bounded_number_of_pools(client: ragd.Ragd) -> None:
     from ragd.store.postgres import MAX_TENANT_POOLS
 
     for i in range(MAX_TENANT_POOLS + 4):
+        client.store.tenant_role(f"many-{i}", create=True)  # tenants exist only once created explicitly
         with client.store.tenant(f"many-{i}") as conn:
             assert conn.execute("SELECT ragd_tenant()").fetchone()[0] == f"many-{i}"
     assert client.store.tenant_pools <= MAX_TENANT_POOLS
@@ -309,3 +310,23 @@ def test_a_tenant_deletes_through_ragd_only_its_own_rows(client: ragd.Ragd, two_
         conn.execute("SELECT ragd_delete_document(%s)", (victim_doc,))
     assert [d["external_id"] for d in two_tenants[1].documents()] == ["b1"]
     assert [h.external_id for h in two_tenants[1].search("payroll volcanoes", k=5)] == ["b1"]
+
+
+def test_reading_as_an_unknown_tenant_creates_nothing(client: ragd.Ragd, base_url: str, name: str) -> None:
+    from ragd.errors import TenantNotFound
+
+    tenant = "never-" + name
+
+    def roles() -> int:
+        with psycopg.connect(base_url) as conn:
+            return int(conn.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'ragd_t_%'").fetchone()[0])
+
+    before = roles()
+    with pytest.raises(TenantNotFound), client.store.tenant(tenant):
+        pass
+    assert client.collections(tenant) == []
+    with pytest.raises(ragd.errors.CollectionNotFound):
+        client.collection("x", tenant=tenant, create=False)
+    assert roles() == before
+    client.collection("x", tenant=tenant)  # creating a collection creates its tenant
+    assert roles() == before + 1

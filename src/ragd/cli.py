@@ -796,13 +796,17 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
                    "(run `ragd migrate` as a one-shot step first).")
 @click.option("--wait", default=60.0, show_default=True, type=click.FloatRange(0, 3600),
               help="Seconds to keep retrying an unreachable database at startup (with backoff).")
+@click.option("--open", "allow_open", is_flag=True,
+              help="Serve without keys although every key was revoked (or RAGD_ALLOW_OPEN=1).")
 @handle_errors
-def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> None:
+def serve(host: str, port: int, workers: int, migrate: bool, wait: float, allow_open: bool) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) and MCP over HTTP at /mcp."""
     from . import keys
     from .errors import DatabaseUnavailable, MigrationError
     from .store.postgres import latest_migration
 
+    if allow_open:
+        os.environ["RAGD_ALLOW_OPEN"] = "1"  # the worker processes read their settings from the environment
     settings = load_settings()
     deadline, delay = time.monotonic() + wait, 0.5
     while True:  # the database may still be starting (a compose stack, a restarted server)
@@ -821,10 +825,14 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float) -> Non
         if store.schema_version() < latest:
             raise MigrationError(f"the schema is at version {store.schema_version()}, this ragd needs {latest}: "
                                  "run `ragd migrate` first (or start without --no-migrate)")
-        keyed = keys.active(store) > 0
+        active, ever = keys.active(store), keys.ever(store)
     finally:
         store.close()
-    if not keyed:
+    if not active and ever and not settings.allow_open:
+        raise InvalidRequest(f"every API key of this database was revoked ({ever}), so the server would be open and "
+                             "serve every tenant's data without a key: create a key (`ragd keys create --tenant T`), "
+                             "or start with --open (RAGD_ALLOW_OPEN=1) to serve without keys on loopback")
+    if not active:
         if host not in LOOPBACK:
             raise InvalidRequest(f"no API keys exist, so the server would be open: it binds to loopback only, "
                                  f"not {host}. Create a key first: ragd keys create --tenant T")

@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     # `ragd serve`: where each request's JSON line (logger ragd.request) goes
     request_log: Literal["off", "stdout", "stderr"] = "stderr"
     debug: bool = False  # the CLI prints a traceback for an internal error
+    # open mode (no API keys) on a database whose keys were all revoked: refused unless this is set
+    allow_open: bool = False
+    # open mode: host names a request's Host may carry besides loopback's (127.0.0.1, localhost, [::1])
+    allowed_hosts: str = ""
 
     @property
     def pgdata(self) -> Path:

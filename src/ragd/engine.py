@@ -32,6 +32,7 @@ from .errors import (
     InvalidRequest,
     NotFound,
     RunNotFound,
+    TenantNotFound,
 )
 from .ingest import dedupe
 from .ingest.chunk import chunk_blocks
@@ -131,6 +132,7 @@ class Ragd:
                     f"(`ragd ingest PATH --collection {name}`) or list them with `ragd collections list`"
                 )
             embedder = explicit or make_embedder(self.settings.embedder, self.settings)
+            self.store.tenant_role(tenant, create=True)
             self._create(tenant, name, embedder, policy or ChunkPolicy())
             row = self._load(tenant, name)
             assert row is not None
@@ -174,6 +176,11 @@ class Ragd:
         return rows[0]
 
     def _load(self, tenant: str, name: str) -> dict[str, Any] | None:
+        """The collection's row; None when it, or its tenant, does not exist."""
+        try:
+            self.store.tenant_role(tenant)
+        except TenantNotFound:
+            return None
         with self.store.tenant(tenant) as conn:
             cur = conn.execute(queries.GET_COLLECTION, {"name": name})
             row = cur.fetchone()
@@ -193,6 +200,10 @@ class Ragd:
             conn.execute(queries.INIT_LEXICAL_STATS, {"collection_id": cid, "tenant_id": tenant})
 
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        try:
+            self.store.tenant_role(self._tenant(tenant))
+        except TenantNotFound:
+            return []
         with self.store.tenant(self._tenant(tenant)) as conn:
             cur = conn.execute(queries.LIST_COLLECTIONS)
             return rows_as_dicts(cur)

@@ -41,6 +41,7 @@ RETURNING requests, extract(epoch FROM date_trunc('minute', now()) + interval '1
 FORGET_WINDOWS = """
 DELETE FROM rate_windows WHERE key_id = %(key_id)s AND window_start < now() - interval '5 minutes'"""
 ACTIVE = "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL"
+EVER = "SELECT count(*) FROM api_keys"
 
 
 def digest(key: str) -> str:
@@ -49,7 +50,7 @@ def digest(key: str) -> str:
 
 def create(store: Store, tenant_id: str, name: str = "") -> tuple[dict[str, Any], str]:
     """(the key's record, the key itself: shown once, never stored)."""
-    store.tenant_role(check_tenant(tenant_id))  # the tenant exists from now on
+    store.tenant_role(check_tenant(tenant_id), create=True)  # the tenant exists from now on
     key_id = uuid.uuid4()
     prefix = f"ragd_{key_id.hex[:8]}"
     key = f"{prefix}_{secrets.token_urlsafe(32)}"
@@ -114,3 +115,16 @@ def active(store: Store) -> int:
     with store.admin() as conn:
         row = conn.execute(ACTIVE).fetchone()
     return int(row[0]) if row else 0
+
+
+def ever(store: Store) -> int:
+    """Keys ever issued, revoked ones included."""
+    with store.admin() as conn:
+        row = conn.execute(EVER).fetchone()
+    return int(row[0]) if row else 0
+
+
+def keyed(store: Store, allow_open: bool) -> bool:
+    """Whether requests need a key: while any key is active, and also once every key was revoked (a database that
+    had keys holds tenants that trusted them), unless open mode is asked for explicitly (RAGD_ALLOW_OPEN)."""
+    return active(store) > 0 or (not allow_open and ever(store) > 0)

@@ -247,7 +247,7 @@ def tenant(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if not request.app.state.keyed:  # open until the first key exists, then keyed for good
-        request.app.state.keyed = keys.active(rag(request).store) > 0
+        request.app.state.keyed = keys.keyed(rag(request).store, rag(request).settings.allow_open)
     if not request.app.state.keyed:
         return rag(request).settings.tenant
     if scheme.lower() != "bearer" or not token.strip():
@@ -291,7 +291,9 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rag = client or connect(settings=settings or load_settings())
         app.state.rag = rag
-        app.state.keyed = keys.active(rag.store) > 0
+        app.state.keyed = keys.keyed(rag.store, rag.settings.allow_open)
+        extra = {h.strip().lower() for h in rag.settings.allowed_hosts.split(",") if h.strip()}
+        app.state.hosts = LOOPBACK_NAMES | extra
         if not app.state.keyed:
             log.warning("no API keys exist: requests are not authenticated and name their own tenant "
                         "(create one with `ragd keys create --tenant T`)")
@@ -313,6 +315,10 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Any:
         rid = request.headers.get("x-request-id") or uuid.uuid4().hex
         request.state.request_id = rid[:128]
+        refusal = None if app.state.keyed else _foreign(request, app.state.hosts)
+        if refusal:
+            return JSONResponse(error_body("forbidden", refusal), status_code=403,
+                                headers={"X-Request-ID": request.state.request_id})
         if request.url.path.rstrip("/") == "/mcp":  # the MCP tools read the tenant the key gave
             try:
                 setattr(request.state, mcpserver.TENANT_STATE, await run_in_threadpool(tenant, request))
@@ -537,6 +543,28 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"collections": jsonable(r.collections(who))}
 
     return app
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def _foreign(request: Request, hosts: frozenset[str] | set[str]) -> str | None:
+    """Why an open-mode server (no keys: anything that reaches it acts for its tenant) refuses a request a web page
+    may have sent, or None. A DNS-rebinding page reaches 127.0.0.1 under its own host name (the Host header says
+    so); any other page's request says where it comes from (Origin, Sec-Fetch-Site), and a multipart form needs
+    no preflight to be posted cross-site."""
+    host = request.headers.get("host", "").strip().lower()
+    name = host[: host.find("]") + 1] if host.startswith("[") else host.rsplit(":", 1)[0]
+    if name not in hosts:
+        return (f"Host {host!r} is not this server's address: without API keys the server answers only requests "
+                "addressed to loopback (RAGD_ALLOWED_HOSTS adds names)")
+    origin = request.headers.get("origin")
+    if origin is not None and origin.lower() not in (f"http://{host}", f"https://{host}"):
+        return (f"cross-origin request from {origin!r} refused: without API keys the server answers only its own "
+                "pages and clients that are not browsers")
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return "cross-site request refused: without API keys the server answers only its own pages"
+    return None
 
 
 def _pieces(text: str) -> list[str]:

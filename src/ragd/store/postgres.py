@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings, load_settings
-from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError
+from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError, TenantNotFound
 from . import embedded, queries
 
 _log = logging.getLogger(__name__)
@@ -139,8 +139,10 @@ class Store:
         """How many tenant login pools are open (at most MAX_TENANT_POOLS)."""
         return len(self._tenant_pools)
 
-    def tenant_role(self, tenant_id: str) -> str:
-        """The tenant's role, creating the tenant and its role on first use."""
+    def tenant_role(self, tenant_id: str, *, create: bool = False) -> str:
+        """The tenant's role. A tenant exists once something created it explicitly (`create=True`: a collection
+        created for it, an API key issued to it); otherwise an unknown tenant is TenantNotFound, and nothing is
+        created for a request that only reads (in open mode a request names its own tenant)."""
         check_tenant(tenant_id)
         role = self._roles.get(tenant_id)
         if role is not None:
@@ -154,6 +156,12 @@ class Store:
             if self._schema is None:
                 self._schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
             role = tenant_role(self._secret, tenant_id)
+            if not create:
+                if conn.execute(queries.TENANT_MAPPED, {"tenant_id": tenant_id, "role": role}).fetchone() is None:
+                    raise TenantNotFound(f"no tenant {tenant_id!r}: it has no collection yet (ingest into one "
+                                         "first)")
+                self._roles[tenant_id] = role
+                return role
             conn.execute(queries.TENANT_ROLE_LOCK)
             conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant_id})
             if conn.execute(queries.ROLE_EXISTS, {"role": role}).fetchone() is None:

@@ -21,6 +21,7 @@ READ_SECRET = "SELECT secret FROM ragd_secret"
 # Role names are keyed by each database's own secret, so two databases of a cluster never create the same role.
 TENANT_ROLE_LOCK = "SELECT 1 FROM ragd_locks WHERE name = 'tenant_roles' FOR UPDATE"
 ROLE_EXISTS = "SELECT 1 FROM pg_roles WHERE rolname = %(role)s"
+TENANT_MAPPED = "SELECT 1 FROM tenant_roles WHERE tenant_id = %(tenant_id)s AND role_name = %(role)s"
 MAP_TENANT_ROLE = """
 INSERT INTO tenant_roles (role_name, tenant_id) VALUES (%(role)s, %(tenant_id)s) ON CONFLICT DO NOTHING"""
 CURRENT_TENANT = "SELECT ragd_tenant()"
