@@ -35,7 +35,7 @@ def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
     proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
                             cwd=REPO, stdout=log, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
-    state = {"url": url}
+    state = {"url": url, "pid": str(proc.pid)}
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -261,3 +261,63 @@ def test_a_server_whose_keys_were_all_revoked_does_not_start_open(fresh_database
         reply = httpx.post(server["url"] + "/v1/search", json={"query": "parental leave", "namespace": "docs"},
                            timeout=30)
     assert reply.status_code == 200 and "WARNING: no API keys exist" in server["stderr"]
+
+
+def test_a_server_killed_mid_upload_leaves_nothing_to_clean_and_a_retry_is_idempotent(
+        cli_env: dict[str, str], tmp_path: Path) -> None:
+    import random
+    import threading
+    import uuid
+
+    tenant = "crash-" + uuid.uuid4().hex[:8]
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_INGEST_WORKERS": "1", "RAGD_RATE_LIMIT_PER_MINUTE": "0"}
+    key = run_cli(["keys", "create", "--tenant", tenant], env).stdout.strip().splitlines()[-1]
+    auth = {"Authorization": f"Bearer {key}", "Idempotency-Key": "upload-1"}
+    rng = random.Random(7)
+    words = [f"w{n}" for n in range(3000)]
+    files = [("files", (f"n{i:04d}.md", f"# Note {i}\n\n{' '.join(rng.choices(words, k=3000))}\n".encode(),
+                        "text/markdown")) for i in range(400)]
+    uploads = Path(cli_env["RAGD_HOME"]) / "uploads"
+    outcome: dict[str, object] = {}
+
+    def post(url: str) -> None:
+        try:
+            outcome["response"] = httpx.post(url + "/v1/documents?collection=crash", files=files, headers=auth,
+                                             timeout=300)
+        except httpx.HTTPError as exc:
+            outcome["error"] = exc
+
+    with serving(env) as server:
+        sender = threading.Thread(target=post, args=(server["url"],))
+        sender.start()
+        deadline, running, stored = time.monotonic() + 120, [], 0
+        while time.monotonic() < deadline and not (running and stored) and sender.is_alive():
+            listed = httpx.get(server["url"] + "/v1/runs?collection=crash", headers=auth, timeout=30)
+            running = [r for r in listed.json().get("runs", []) if r["status"] == "running"]
+            if running:
+                stored = len(httpx.get(server["url"] + "/v1/documents?collection=crash&limit=1000", headers=auth,
+                                       timeout=30).json()["documents"])
+            time.sleep(0.02)
+        assert running and 0 < stored < 400, (stored, outcome)  # killed mid-run: some stored, files spooled
+        os.kill(int(server["pid"]), signal.SIGKILL)
+        sender.join(60)
+    assert "error" in outcome  # the client saw only a disconnect
+    left = [p for p in uploads.glob(f"upload-{server['pid']}-*")]
+    assert left and any(left[0].rglob("*.md"))  # what a killed server leaves behind
+    with serving(env) as server:  # the next start cleans it and closes the run
+        assert not any(uploads.glob(f"upload-{server['pid']}-*")) and not any(p.exists() for p in left)
+        runs = httpx.get(server["url"] + "/v1/runs?collection=crash", headers=auth, timeout=30).json()["runs"]
+        killed = [r for r in runs if r["run_id"] == running[0]["run_id"]]
+        assert killed[0]["status"] == "failed" and "interrupted" in killed[0]["error"], killed
+        retried = httpx.post(server["url"] + "/v1/documents?collection=crash", files=files, headers=auth,
+                             timeout=300)
+        assert retried.status_code == 200 and "Idempotent-Replayed" not in retried.headers, retried.text
+        counts = retried.json()["counts"]
+        assert counts["ingested"] + counts["unchanged"] == 400 and counts["unchanged"] > 0 and not counts["failed"]
+        again = httpx.post(server["url"] + "/v1/documents?collection=crash", files=files, headers=auth, timeout=300)
+        assert again.headers["Idempotent-Replayed"] == "true" and again.json() == retried.json()
+        other = httpx.post(server["url"] + "/v1/documents?collection=crash", files=files[:1], headers=auth,
+                           timeout=60)
+        assert other.status_code == 422 and other.json()["error"] == "idempotency_key_reused"
+        listed = httpx.get(server["url"] + "/v1/documents?collection=crash&limit=1000", headers=auth, timeout=30)
+        assert len(listed.json()["documents"]) == 400

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     # Office files (zip) may not unpack to more than this; workbooks may not hold, merge or span more cells
     max_unzipped_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
     max_cells: int = Field(default=2_000_000, gt=0)
+    # characters of text one document may hold once extracted (chunking, keywords and near-duplicate signatures
+    # run in the ingesting process at about 1.6 s per million characters, so this bounds each item's share there)
+    max_document_chars: int = Field(default=20_000_000, gt=0)
     # each file is extracted in a worker process, stopped past this time or memory (isolation off: in-process)
     extract_isolation: bool = True
     ingest_workers: int = Field(default=0, ge=0)  # files extracted at once (worker processes); 0: the cores available

@@ -104,6 +104,20 @@ class SymlinkOutside(Skipped):
     code = "symlink_outside_folder"
 
 
+class SymlinkLoop(Skipped):
+    code = "symlink_loop"
+
+
+class SymlinkDangling(Skipped):
+    code = "symlink_dangling"
+
+
+class SymlinkWalked(Skipped):
+    """A link to a folder that is ingested anyway (where it is, or already)."""
+
+    code = "symlink_to_walked_folder"
+
+
 class EmbeddingError(RagdError):
     code = "embedding_error"
 

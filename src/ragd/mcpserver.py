@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .engine import Ragd
 from .errors import DatabaseUnavailable, InvalidRequest, RagdError
-from .ingest.uploads import spool
+from .ingest.uploads import spool, spool_folder
 from .types import jsonable
 
 _log = logging.getLogger("ragd.mcp")
@@ -83,7 +82,7 @@ def build(client: Callable[[], Ragd]) -> MCPServer:
 
         def go() -> dict[str, Any]:
             col = client().collection(collection, tenant=who)
-            with tempfile.TemporaryDirectory(prefix="ragd-mcp-") as folder:
+            with spool_folder(col.settings.home) as folder:
                 uploads = [spool(folder, n, f.get("name"), [_decoded(f)], col.settings.max_file_bytes)
                            for n, f in enumerate(files or [])]
                 report = col.ingest(documents=list(texts or []), uploads=uploads)

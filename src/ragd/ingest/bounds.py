@@ -31,12 +31,13 @@ class Limits:
     max_cells: int
     timeout_s: float
     memory_mb: int
+    max_document_chars: int = 20_000_000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
         return cls(max_file_bytes=settings.max_file_bytes, max_unzipped_bytes=settings.max_unzipped_bytes,
                    max_cells=settings.max_cells, timeout_s=settings.extract_timeout_s,
-                   memory_mb=settings.extract_memory_mb)
+                   memory_mb=settings.extract_memory_mb, max_document_chars=settings.max_document_chars)
 
 
 def check(kind: str, name: str, data: bytes, limits: Limits) -> None:

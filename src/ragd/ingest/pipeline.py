@@ -7,6 +7,7 @@ written and activated in one transaction, and the previous version is retired in
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import socket
@@ -34,7 +35,10 @@ from ..errors import (
     NotARegularFile,
     RagdError,
     Skipped,
+    SymlinkDangling,
+    SymlinkLoop,
     SymlinkOutside,
+    SymlinkWalked,
 )
 from ..ids import chunk_id as make_chunk_id
 from ..ids import doc_id as make_doc_id
@@ -48,10 +52,12 @@ from .chunk import chunk_blocks
 from .detect import detect
 from .extract import EXTRACTORS, ExtractOptions, Source, pdf
 from .normalize import storable
+from .uploads import process_alive
 from .worker import POOL, PdfSplit, Worker
 
 if TYPE_CHECKING:
     from ..engine import Collection
+    from ..store import Store
 
 Progress = Callable[[int, int, str], None]
 Duplicates = Literal["skip", "keep"]
@@ -136,11 +142,15 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]], *,
             yield from _walk(path, follow_symlinks)
         elif path.exists():
             yield path
+        elif path.is_symlink():
+            yield _target(path)  # a link that loops or leads nowhere: why
         else:
             yield IngestError(f"{raw}: no such file or directory")
 
 
 def _walk(top: Path, follow_symlinks: bool) -> Iterator[Path | IngestError]:
+    """Every link met is an item: followed, or skipped with the reason (one that loops or leads nowhere, one out of
+    the folder unless follow_symlinks, one to a folder walked anyway)."""
     root = top.resolve()
     walked: set[Path] = set()
     for dirpath, dirs, files in os.walk(top, followlinks=follow_symlinks):
@@ -150,21 +160,48 @@ def _walk(top: Path, follow_symlinks: bool) -> Iterator[Path | IngestError]:
         for name in sorted(d for d in dirs if not d.startswith(".")):
             entry = here / name
             if entry.is_symlink():
-                target = entry.resolve()
+                target = _target(entry)
+                if isinstance(target, Skipped):
+                    yield target
+                    continue
                 if not follow_symlinks:
-                    if not target.is_relative_to(root):
-                        yield _outside(entry, target, top)
+                    yield _outside(entry, target, top) if not target.is_relative_to(root) else _walked(entry, top)
                     continue  # a link within the folder: its target is walked where it is
-                if target in walked:
-                    continue  # a loop, or a folder already walked
+                if target in walked or (target.is_relative_to(root) and root.is_relative_to(target)):
+                    yield _walked(entry, top)  # a loop, or a folder already walked
+                    continue
             kept.append(name)
         dirs[:] = kept
+        # (a link that loops shows up among the files: os.walk cannot tell it is a folder)
         for name in sorted(f for f in files if not f.startswith(".")):
             entry = here / name
-            if entry.is_symlink() and not follow_symlinks and not entry.resolve().is_relative_to(root):
-                yield _outside(entry, entry.resolve(), top)
-                continue
+            if entry.is_symlink():
+                target = _target(entry)
+                if isinstance(target, Skipped):
+                    yield target
+                    continue
+                if not follow_symlinks and not target.is_relative_to(root):
+                    yield _outside(entry, target, top)
+                    continue
             yield entry
+
+
+def _target(link: Path) -> Path | Skipped:
+    """Where a link leads, or why it leads nowhere."""
+    try:
+        return link.resolve(strict=True)
+    except RuntimeError:  # Python's own loop detection
+        return SymlinkLoop(f"{_display(link)}: a link that loops (it leads back to itself); skipped")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return SymlinkLoop(f"{_display(link)}: a link that loops (it leads back to itself); skipped")
+        return SymlinkDangling(f"{_display(link)}: a link to {_display(Path(os.readlink(link)))}, which does not "
+                               "exist; skipped")
+
+
+def _walked(link: Path, top: Path) -> SymlinkWalked:
+    return SymlinkWalked(f"{_display(link)}: a link to a folder of {_display(top)} already ingested where it is; "
+                         "not walked twice")
 
 
 def _outside(link: Path, target: Path, top: Path) -> SymlinkOutside:
@@ -213,9 +250,19 @@ def _file_kind(mode: int) -> str:
 def extract_path(path: Path, limits: Limits, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
     try:
         kind, source = _read_checked(path, limits)
-        yield from EXTRACTORS[kind].extract(source, options)
+        for doc in EXTRACTORS[kind].extract(source, options):  # (in the worker: a text too long is not sent back)
+            yield too_long(doc, limits.max_document_chars) or doc if isinstance(doc, ExtractedDocument) else doc
     except Exception as exc:
         yield _extract_error(path, exc)
+
+
+def too_long(doc: ExtractedDocument, max_chars: int) -> FileTooLarge | None:
+    """The error of a document whose text is over max_chars characters, or None."""
+    chars = sum(len(b.text) + sum(len(c or "") for row in b.rows for c in row) for b in doc.blocks)
+    if chars <= max_chars:
+        return None
+    return FileTooLarge(f"{doc.external_id.rsplit('/', 1)[-1]}: its text is {chars:,} characters, over the "
+                        f"{max_chars:,}-character limit of one document (RAGD_MAX_DOCUMENT_CHARS)")
 
 
 def _read_checked(path: Path, limits: Limits) -> tuple[str, Source]:
@@ -398,6 +445,9 @@ def content_hash(doc: ExtractedDocument) -> str:
 
 def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[str],
             metadata: dict[str, Any]) -> _Prepared:
+    error = too_long(doc, col.settings.max_document_chars)  # (documents given in memory, long PDFs read in parts)
+    if error is not None:
+        raise error
     clean = storable(doc)
     if clean is not doc:
         doc = dataclasses.replace(clean, warnings=(*clean.warnings, "characters PostgreSQL cannot store (NUL, lone "
@@ -909,21 +959,22 @@ def _close_interrupted_runs(conn: psycopg.Connection[Any], col: Collection) -> N
     """A run whose process died (killed, crashed, power loss) stays 'running' forever; runs started on this
     host by a process that no longer exists are closed as failed. Their committed documents are complete
     (each batch commits atomically); re-running the same input finishes the rest."""
-    host = socket.gethostname()
-    for run_id, run_host, pid in conn.execute(queries.RUNNING_RUNS, {"collection_id": col.collection_id}).fetchall():
-        if run_host != host or not (pid or "").isdigit() or _alive(int(pid)):
-            continue
-        conn.execute(queries.INTERRUPT_RUN, {"run_id": run_id,
-                                             "error": f"interrupted: process {pid} on {host} ended mid-run"})
+    for row in conn.execute(queries.RUNNING_RUNS, {"collection_id": col.collection_id}).fetchall():
+        _interrupt_if_dead(conn, *row)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def close_interrupted_runs(store: Store) -> int:
+    """The same for every collection of every tenant (a server starting): how many runs were closed."""
+    with store.admin() as conn:
+        return sum(_interrupt_if_dead(conn, *row) for row in conn.execute(queries.ALL_RUNNING_RUNS).fetchall())
+
+
+def _interrupt_if_dead(conn: psycopg.Connection[Any], run_id: uuid.UUID, tenant: str, host: str | None,
+                       pid: str | None) -> bool:
+    if host != socket.gethostname() or not (pid or "").isdigit() or process_alive(int(pid or 0)):
         return False
-    except PermissionError:
-        return True
+    conn.execute(queries.INTERRUPT_RUN, {"run_id": run_id, "tenant_id": tenant,
+                                         "error": f"interrupted: process {pid} on {host} ended mid-run"})
     return True
 
 

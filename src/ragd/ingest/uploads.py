@@ -4,10 +4,54 @@ refused as soon as it passes the size limit."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from ..errors import FileTooLarge
+
+PREFIX = "upload-"
+
+
+@contextlib.contextmanager
+def spool_folder(home: Path) -> Iterator[str]:
+    """A folder of its own for one request's files, under RAGD_HOME/uploads (never a shared /tmp: the files are a
+    tenant's), named after this process so that a sweep can tell the folders of processes that ended; removed
+    when the request ends."""
+    root = home / "uploads"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(home: Path) -> int:
+    """Remove what requests of processes that no longer run left under RAGD_HOME/uploads (a server killed during
+    an upload); the folders of running processes are left alone. Returns how many were removed."""
+    removed = 0
+    root = home / "uploads"
+    for entry in sorted(root.glob(PREFIX + "*")) if root.is_dir() else ():
+        pid = entry.name[len(PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine runs (a pid reused since is taken for the same process)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def safe_name(filename: str | None, n: int) -> str:

@@ -12,7 +12,6 @@ import json
 import logging
 import re
 import socket
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -20,13 +19,14 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import uvicorn
-from fastapi import Depends, FastAPI, File, Query, Request, UploadFile
+from fastapi import Depends, FastAPI, File, Header, Query, Request, UploadFile
 from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from mcp.server.transport_security import TransportSecuritySettings
+from psycopg.types.json import Jsonb
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.supervisors import Multiprocess
@@ -46,7 +46,9 @@ from ..errors import (
 )
 from ..ids import sha256_text
 from ..ingest.normalize import unstorable
-from ..ingest.uploads import spool
+from ..ingest.pipeline import close_interrupted_runs
+from ..ingest.uploads import spool, spool_folder, sweep
+from ..store import queries
 from ..store.postgres import latest_migration
 from ..types import jsonable
 
@@ -220,6 +222,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "forbidden", "The body names another tenant than the API key's"),
         (404, "not_found", "No such object for this tenant"),
         (413, "file_too_large", "An uploaded file is over RAGD_MAX_FILE_BYTES"),
+        (422, "idempotency_key_reused", "The Idempotency-Key was used for another request in the last 24 hours"),
         (429, "rate_limited", "Over the key's requests per minute; see Retry-After"),
         (500, "internal", "An unexpected error (logged with the request id)"),
         (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
@@ -291,6 +294,13 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rag = client or connect(settings=settings or load_settings())
         app.state.rag = rag
+        swept = sweep(rag.settings.home)
+        if swept:
+            log.warning("removed %d upload folder(s) left by server processes that ended mid-request", swept)
+        closed = close_interrupted_runs(rag.store)
+        if closed:
+            log.warning("%d ingestion run(s) of processes that ended mid-run are now marked failed (interrupted)",
+                        closed)
         app.state.keyed = keys.keyed(rag.store, rag.settings.allow_open)
         extra = {h.strip().lower() for h in rag.settings.allowed_hosts.split(",") if h.strip()}
         app.state.hosts = LOOPBACK_NAMES | extra
@@ -451,10 +461,19 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "rerankingApplied": any(h.rerank_score is not None for h in hits)}
 
     @app.post("/v1/index", response_model=IndexResponse, tags=["documents"],
-              responses=_errs(400, 401, 429, 500, 503))
-    def index(body: IndexRequest, r: Rag, who: Tenant) -> dict[str, Any]:
+              responses=_errs(400, 401, 422, 429, 500, 503))
+    def index(body: IndexRequest, r: Rag, who: Tenant, idempotency_key: IdempotencyKey = None) -> Any:
         """Seed 002: index a batch; 200 whatever its items hold, each item that could not be indexed listed in
-        `failed` (400 only for a body that is not a batch at all)."""
+        `failed` (400 only for a body that is not a batch at all).
+
+        Documents become searchable batch by batch as they are stored: a client that loses the connection may
+        find some stored. Send `Idempotency-Key` to retry safely: the same key with the same body returns the
+        first request's response (header `Idempotent-Replayed: true`) or, if it never finished, runs again (what it
+        stored is found unchanged); the same key with another body is 422."""
+        return _idempotent(r, who, idempotency_key, lambda: _request_hash("index", body.model_dump()),
+                           lambda: _index(body, r, who))
+
+    def _index(body: IndexRequest, r: Ragd, who: str) -> dict[str, Any]:
         from ..types import ChunkPolicy
 
         failed: list[dict[str, Any]] = []
@@ -486,16 +505,23 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"success": not failed, "indexed": indexed, "chunksCreated": chunks, "namespace": body.namespace,
                 "total": len(body.documents), "failed": failed}
 
-    @app.post("/v1/documents", tags=["documents"], responses=_errs(400, 401, 413, 429, 500, 503))
-    def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None) -> dict[str, Any]:
+    @app.post("/v1/documents", tags=["documents"], responses=_errs(400, 401, 413, 422, 429, 500, 503))
+    def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None,
+               idempotency_key: IdempotencyKey = None) -> Any:
         """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
-        ingestion run with its items (a file that fails is listed with its reason; the rest are stored)."""
+        ingestion run with its items (a file that fails is listed with its reason; the rest are stored).
+
+        Documents become searchable batch by batch as they are stored: a client that loses the connection may
+        find some stored. Send `Idempotency-Key` to retry safely: the same key with the same files returns the
+        first request's response (header `Idempotent-Replayed: true`) or, if it never finished, runs again (what it
+        stored is found unchanged); the same key with other files is 422."""
         col = r.collection(collection, tenant=who)
         limit = r.settings.max_file_bytes
-        with tempfile.TemporaryDirectory(prefix="ragd-upload-") as folder:
-            uploads = [spool(folder, n, f.filename, _blocks(f), limit) for n, f in enumerate(files)]
-            report = col.ingest(uploads=uploads)
-        return {"collection": col.name, **report.as_dict()}
+        with spool_folder(r.settings.home) as folder:
+            digest = hashlib.sha256(f"documents\x00{col.name}".encode())
+            uploads = [spool(folder, n, f.filename, _hashed(f, digest), limit) for n, f in enumerate(files)]
+            return _idempotent(r, who, idempotency_key, digest.hexdigest,
+                               lambda: {"collection": col.name, **col.ingest(uploads=uploads).as_dict()})
 
     @app.get("/v1/documents", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
@@ -604,9 +630,50 @@ def _document_validation_as_400(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _blocks(upload: UploadFile) -> Iterator[bytes]:
+def _hashed(upload: UploadFile, digest: Any) -> Iterator[bytes]:
+    """An uploaded file's blocks, its name and bytes added to digest on the way (the request's hash)."""
+    name = (upload.filename or "").encode("utf-8", "surrogatepass")
+    digest.update(b"\x00file\x00%d\x00" % len(name) + name)
     while block := upload.file.read(1 << 20):
+        digest.update(block)
         yield block
+
+
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255,
+                                              pattern=r"^[\x21-\x7e]+$",
+                                              description="Makes a retry of this request safe (see above)")]
+
+
+def _request_hash(route: str, body: Any) -> str:
+    try:
+        text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise ApiError(400, "bad_request", "this body cannot be made idempotent (nested too deep); send it "
+                                           "without Idempotency-Key") from exc
+    return hashlib.sha256(f"{route}\x00{text}".encode()).hexdigest()
+
+
+def _idempotent(r: Ragd, who: str, key: str | None, request_hash: Callable[[], str],
+                run: Callable[[], dict[str, Any]]) -> Any:
+    """run(), once per Idempotency-Key: a repeat of a finished request replays its response."""
+    if key is None:
+        return run()
+    digest = request_hash()
+    r.store.tenant_role(who, create=True)  # (a write: its tenant exists from now on)
+    with r.store.tenant(who) as conn:
+        conn.execute(queries.CLAIM_IDEMPOTENCY_KEY, {"tenant_id": who, "key": key, "request_hash": digest})
+        row = conn.execute(queries.GET_IDEMPOTENCY_KEY, {"key": key}).fetchone()
+    assert row is not None
+    if row[0] != digest:
+        raise ApiError(422, "idempotency_key_reused", f"Idempotency-Key {key!r} was used for another request in the "
+                                                      "last 24 hours; use a new key for a new request")
+    if row[1] is not None:
+        return JSONResponse(row[2], status_code=int(row[1]), headers={"Idempotent-Replayed": "true"})
+    response = jsonable(run())
+    with r.store.tenant(who) as conn:
+        conn.execute(queries.FINISH_IDEMPOTENCY_KEY, {"key": key, "request_hash": digest, "status_code": 200,
+                                                      "response": Jsonb(response)})
+    return response
 
 
 QUERY_LOG = logging.getLogger("ragd.query")

@@ -349,12 +349,15 @@ INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status, stage, con
 VALUES (%(run_id)s, %(tenant_id)s, %(collection_id)s, 'running', 'extract', %(config)s)"""
 
 RUNNING_RUNS = """
-SELECT run_id, config->>'host', config->>'pid' FROM ingestion_runs
+SELECT run_id, tenant_id, config->>'host', config->>'pid' FROM ingestion_runs
 WHERE collection_id = %(collection_id)s AND status = 'running' ORDER BY started_at"""
+ALL_RUNNING_RUNS = """
+SELECT run_id, tenant_id, config->>'host', config->>'pid' FROM ingestion_runs WHERE status = 'running'
+ORDER BY started_at, run_id"""
 
 INTERRUPT_RUN = """
 UPDATE ingestion_runs SET status = 'failed', error = %(error)s, finished_at = now()
-WHERE run_id = %(run_id)s AND status = 'running'"""
+WHERE run_id = %(run_id)s AND tenant_id = %(tenant_id)s AND status = 'running'"""
 
 UPDATE_RUN = """
 UPDATE ingestion_runs SET stats = %(stats)s, stage = %(stage)s WHERE run_id = %(run_id)s"""
@@ -588,3 +591,17 @@ def lexical_filtered_sql(filters: Filters) -> sql.Composed:
         "           FROM cand JOIN lexical_postings p ON p.chunk_id = cand.chunk_id "
         "           AND p.term = ANY(%(terms)s::text[]) JOIN w ON w.term = p.term GROUP BY p.chunk_id), " + _RANKED
     ).format(cand=cand)
+
+# -- idempotency keys ----------------------------------------------------------------------------------
+
+# The key's record, claimed for this request: a new key, or one older than a day, takes this request's hash.
+CLAIM_IDEMPOTENCY_KEY = """
+INSERT INTO idempotency_keys (tenant_id, key, request_hash) VALUES (%(tenant_id)s, %(key)s, %(request_hash)s)
+ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status_code = NULL,
+    response = NULL, created_at = now()
+    WHERE idempotency_keys.created_at < now() - interval '24 hours'"""
+GET_IDEMPOTENCY_KEY = """
+SELECT request_hash, status_code, response FROM idempotency_keys WHERE key = %(key)s"""
+FINISH_IDEMPOTENCY_KEY = """
+UPDATE idempotency_keys SET status_code = %(status_code)s, response = %(response)s
+WHERE key = %(key)s AND request_hash = %(request_hash)s"""

@@ -676,6 +676,8 @@ def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | Non
     Each page is read on its own, so ranges read apart and joined in order equal the whole read at once."""
     from pdfplumber.utils.exceptions import PdfminerException
 
+    from .pdfpages import PageTooComplex
+
     pdf, pages = _open(source)
     read = PagesRead()
     with pdf:
@@ -683,7 +685,10 @@ def read_pages(source: Source, spool: PageSpool, start: int = 0, stop: int | Non
             for index in range(start, len(pages) if stop is None else min(stop, len(pages))):
                 page = pages[index]
                 with collector_paused():  # a page's objects live until it is read
-                    boxes, ocr, warning = _read_page(source.data, index, page)
+                    try:
+                        boxes, ocr, warning = _read_page(source.data, index, page)
+                    except PageTooComplex as exc:
+                        boxes, ocr, warning = [], False, str(exc)
                     page.flush_cache()  # its objects go before the collector runs again
                 read.ocr_pages.extend([index + 1] if ocr else [])
                 read.warnings.extend([warning] if warning else [])

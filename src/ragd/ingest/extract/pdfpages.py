@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 from functools import cached_property, lru_cache
 from operator import itemgetter
 from typing import Any
@@ -50,6 +51,16 @@ logging.getLogger("playa").setLevel(logging.ERROR)
 
 _END = object()  # an iterator's end
 MAX_FORM_DEPTH = 32  # forms drawn inside forms: real documents nest a few; PLAYA has no guard against a circle
+# One page's budget: a dense page of text draws 5-10 thousand glyphs, a detailed drawing some tens of thousands of
+# paths. A page past either limit is skipped with a warning and the rest of the document is read (a page of a
+# million glyphs took the whole file's budget, 600 s and 1.7 GB, before the file failed).
+MAX_PAGE_OBJECTS = 250_000
+MAX_PAGE_SECONDS = 30.0
+_CHECK_EVERY = 0x1FFF  # the budget is checked each time this many more objects were read (a mask: 8,192)
+
+
+class PageTooComplex(Exception):
+    """A page over its budget of objects or seconds: skipped, the rest of the document read."""
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 # the C1 controls as the Windows-1252 characters their bytes stand for (those it leaves undefined stay)
 _WINDOWS_1252 = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
@@ -147,6 +158,8 @@ class FastPage(Page):
                 objects = self._playa_objects(page)
                 self.reader = "playa"
                 return objects
+            except PageTooComplex:
+                raise  # pdfminer would take longer still
             except Exception as exc:
                 _log.debug("PLAYA could not read page %d (%s); reading it with pdfminer", self.page_number, exc)
         self.reader = "pdfminer"
@@ -164,6 +177,17 @@ class FastPage(Page):
         # a page draws with a few fonts, colours and colour spaces: what each gives is worked out once, kept by
         # id with the object itself (so an id reused after the object is gone is never mistaken for it)
         known: dict[tuple[Any, int], tuple[Any, Any]] = {}
+
+        started = time.monotonic()
+
+        def budget() -> None:
+            read = sum(map(len, objects.values()))
+            if read > MAX_PAGE_OBJECTS:
+                raise PageTooComplex(f"page {number}: over {MAX_PAGE_OBJECTS:,} glyphs and drawing objects (one "
+                                     "page's budget); the page was skipped")
+            if time.monotonic() - started > MAX_PAGE_SECONDS:
+                raise PageTooComplex(f"page {number}: not read within {MAX_PAGE_SECONDS:g} s (one page's budget; "
+                                     f"{read:,} glyphs and drawing objects so far); the page was skipped")
 
         def once(obj: Any, work: Any) -> Any:
             key = (work, id(obj))
@@ -183,6 +207,8 @@ class FastPage(Page):
                 objects[kind] = [attr]
             else:
                 found.append(attr)
+                if not len(found) & _CHECK_EVERY:
+                    budget()
 
         def char(glyph: Any) -> None:
             obj = miner.LTChar(glyph)
@@ -265,6 +291,9 @@ class FastPage(Page):
                         "text": glyph_text, "stroking_color": stroking, "non_stroking_color": filling, "mcid": mcid,
                         "tag": tag, "top": top, "bottom": bottom, "doctop": doctop + top})
                     pos += disp * fontsize * scaling
+                    if not len(chars) & _CHECK_EVERY:
+                        objects.setdefault("char", chars)
+                        budget()
             if chars and "char" not in objects:
                 objects["char"] = chars
             if obj._next_glyph_offset is None:
@@ -292,8 +321,12 @@ class FastPage(Page):
         # of iterators: a walk function calling itself would be held by its own closure, and through the helpers
         # every object read, a cycle that kept each page's characters alive until a full garbage collection
         walking = [iter(page)]
+        walked = 0
         while walking:
             obj: Any = next(walking[-1], _END)
+            walked += 1
+            if not walked & _CHECK_EVERY:  # (objects that draw nothing count against the time budget too)
+                budget()
             kind = type(obj)
             if kind is TextObject:
                 text(obj)
