@@ -7,6 +7,7 @@ longer be valid JSON for Python): each such item must come back in `failed`, the
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import schemathesis
@@ -36,3 +37,16 @@ def flatmap_body(ctx: Any, body: Any) -> Any:
         return {**body, "documents": changed}
 
     return st.tuples(st.integers(0, len(docs) - 1), HOSTILE_IDS, st.integers(0, 900)).map(hostile)
+
+
+@schemathesis.hook
+def map_case(ctx: Any, case: Any) -> Any:
+    """An Idempotency-Key names one request: a generated key is made from the request's body, as a client's would
+    be, so that the same key never comes with another body (a 422 `idempotency_key_reused`, by design; its own
+    test is in test_serve). Requests repeated with the same body then test the replay."""
+    headers = case.headers or {}
+    if "Idempotency-Key" in headers:
+        digest = hashlib.sha256(repr((case.path, case.query, case.body)).encode("utf-8", "backslashreplace"))
+        headers["Idempotency-Key"] = "k-" + digest.hexdigest()[:32]
+        case.headers = headers
+    return case

@@ -17,7 +17,7 @@ from .test_ingest import lexical_stats_consistent
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
     "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
-    "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache",
+    "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache", "idempotency_keys",
 }
 
 

@@ -620,6 +620,8 @@ def _document_validation_as_400(app: FastAPI) -> None:
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     responses = operation.get("responses", {})
+                    if responses.get("422", {}).get("description") != "Validation Error":
+                        continue  # a 422 of ragd's own (idempotency_key_reused)
                     if responses.pop("422", None) is not None and "400" not in responses:
                         responses["400"] = ERRORS[400]
             for name in ("HTTPValidationError", "ValidationError"):
