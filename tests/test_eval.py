@@ -189,3 +189,28 @@ def test_eval_keeps_the_corpus_as_published_and_shows_what_failed(tmp_path: Path
     assert "failed e [empty_document]:" in human.stdout, human.stdout
     assert "1 of 4 judged documents are not in the collection" in human.stdout
     assert not [line for line in human.stderr.splitlines() if line.startswith("ragd: ")]  # 10 s: too short
+
+
+def test_eval_says_when_the_reranker_failed_open_and_reranks_without_the_interactive_timeout(
+        tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """(issue 30) Under load the reranker passed its 3 s fail-open timeout on every query and the table still said
+    `weighted+rerank` with the fused plan's figures."""
+    root = write_beir(tmp_path / "tiny")
+    args = ["eval", str(root), "--plans", "weighted,weighted+rerank", "--out", str(tmp_path / "out"), "--json"]
+    env = {**cli_env, "RAGD_RERANKER": "local", "RAGD_RERANK_TIMEOUT_S": "0.000001"}  # what a loaded machine gives
+    honest = run_cli(args, env)
+    assert honest.returncode == 0, honest.stderr
+    plans = json.loads(honest.stdout)["plans"]
+    assert plans["weighted+rerank"]["rerank_skipped"] == 0 and plans["weighted"]["rerank_skipped"] == 0
+    starved = run_cli(args[:-1], {**env, "RAGD_EVAL_RERANK_TIMEOUT_S": "0.000001"})
+    assert starved.returncode == 0, starved.stderr
+    assert "weighted+rerank: the reranker failed open on 3 of 3 queries" in " ".join(starved.stdout.split())
+
+
+def test_a_squad_file_missing_a_field_is_a_bad_request(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    squad = tmp_path / "squad.json"
+    squad.write_text(json.dumps({"data": [{"paragraphs": [{"context": "Bees make honey.", "qas": [
+        {"id": "a", "question": "What do bees make?", "answers": [{"text": "honey"}]}]}]}]}))
+    result = run_cli(["eval", str(squad), "--answers"], cli_env)
+    assert result.returncode == 2 and "data[0] has no 'title' field" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1

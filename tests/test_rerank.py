@@ -4,6 +4,7 @@ score blend, and fail-open on errors and timeouts."""
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,11 +35,15 @@ class _FakeReranker(JsonService):
     requests: list[dict[str, Any]] = []
     status = 200
     delay_s = 0.0
+    raw: bytes | None = None  # a body sent as it is
 
     def answer(self, body: Any) -> None:
         cls = type(self)
         cls.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         time.sleep(cls.delay_s)
+        if cls.raw is not None:
+            self.send_json(200, cls.raw)
+            return
         if cls.status != 200:
             self.send_json(cls.status, {"message": "overloaded"})
             return
@@ -54,7 +59,7 @@ class _FakeReranker(JsonService):
 
 @pytest.fixture
 def rerank_server() -> Iterator[str]:
-    _FakeReranker.requests, _FakeReranker.status, _FakeReranker.delay_s = [], 200, 0.0
+    _FakeReranker.requests, _FakeReranker.status, _FakeReranker.delay_s, _FakeReranker.raw = [], 200, 0.0, None
     with serving(_FakeReranker) as url:
         yield url
 
@@ -176,3 +181,30 @@ def test_search_reports_a_skipped_reranker(cli_env: dict[str, str], name: str) -
     assert debug["reranker_skipped"] and "ConnectError" in debug["reranker_error"]
     text = run_cli(["search", "tenant isolation", "-c", name, "--rerank"], env)
     assert "reranker skipped, fused order kept" in text.stderr and text.returncode == 0
+
+
+def test_every_failure_of_a_reranker_fails_open(settings: Settings, name: str, rerank_server: str) -> None:
+    """Not only ragd's own errors: a body nested past the JSON parser's limit raises RecursionError."""
+    _FakeReranker.raw = b'{"results": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    client = _client(settings, reranker="cohere:rerank-v3.5", rerank_url=rerank_server + "/v2/rerank")
+    try:
+        col = client.collection(name)
+        col.ingest(documents=DOCS)
+        debug: dict[str, Any] = {}
+        hits = ragd.retrieve("parental leave weeks", col.plan(3, None, rerank=True), col, debug=debug)
+    finally:
+        client.close()
+    assert hits and all(h.rerank_score is None for h in hits)
+    assert debug["reranker_skipped"] and "RecursionError" in debug["reranker_error"]
+
+
+def test_a_query_longer_than_the_cross_encoder_reads_is_reranked() -> None:
+    """A 2,023-character query (a classic test collection's) raised tokenizers' truncation error out of the
+    reranker: the query is cut too now, and the passages are still told apart."""
+    query = ("parental leave policy weeks paid " * 62)[:2023]
+    candidates = [_candidate(DOCS[2]["text"], 0.9, 1), _candidate(DOCS[0]["text"], 0.5, 2)]
+    model = CrossEncoder(max_tokens=256)
+    scores = model.score(query, [c.content for c in candidates])
+    assert len(set(scores)) == 2 and all(math.isfinite(x) for x in scores)
+    assert model.score(query, [c.content for c in candidates]) == scores  # deterministic
+    assert all(c.rerank_score is not None for c in rerank(query, candidates, model, weight=1.0))

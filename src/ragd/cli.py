@@ -139,11 +139,14 @@ def settings_for(embedder: str | None = None) -> Settings:
     return load_settings(embedder=embedder) if embedder else load_settings()
 
 
-def open_client(embedder: str | None = None) -> Any:
-    """A client closed when the command ends."""
+def open_client(embedder: str | None = None, *, eval_mode: bool = False) -> Any:
+    """A client closed when the command ends (for `ragd eval`: reranking with RAGD_EVAL_RERANK_TIMEOUT_S)."""
     from .engine import connect
 
-    client = connect(settings=settings_for(embedder))
+    settings = settings_for(embedder)
+    if eval_mode:
+        settings = settings.model_copy(update={"rerank_timeout_s": settings.eval_rerank_timeout_s})
+    client = connect(settings=settings)
     click.get_current_context().call_on_close(client.close)
     return client
 
@@ -412,7 +415,7 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
     if not names and not answers:
         raise InvalidRequest(f"--plans {plans!r} names no plan; e.g. --plans lexical,vector,rrf,weighted")
     full = load(path)
-    client = open_client(embedder)
+    client = open_client(embedder, eval_mode=True)
     live = err.is_terminal and not as_json
     lines = LineProgress(client.settings.progress_interval_s)
     with Progress(TextColumn("[bold]{task.fields[stage]}[/]"), BarColumn(), MofNCompleteColumn(),
@@ -497,6 +500,14 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
         stages.add_row(name, *(f"{plan.stages_ms[s]['p50']:.1f} / {plan.stages_ms[s]['p95']:.1f}"
                                if s in plan.stages_ms else "-" for s in all_stages))
     out.print(stages)
+    for name, plan in result.plans.items():  # a plan's figures are what its name says only when both are 0
+        if plan.rerank_skipped:
+            out.print(f"WARNING: {name}: the reranker failed open on {plan.rerank_skipped} of {result.queries} "
+                      "queries (the fused order stood in); see RAGD_EVAL_RERANK_TIMEOUT_S", markup=False)
+        for qid, error in sorted(plan.failed_queries.items())[:5]:
+            out.print(f"WARNING: {name}: query {qid} failed and counts as a miss: {error}", markup=False)
+        if len(plan.failed_queries) > 5:
+            out.print(f"WARNING: {name}: {len(plan.failed_queries) - 5} more queries failed", markup=False)
     if result.ingest:
         counts = {k: v for k, v in result.ingest.items() if k != "failed_items"}
         out.print(f"corpus: {json.dumps(counts)}")

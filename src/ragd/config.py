@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     rerank_top: int = Field(default=20, ge=1, le=50)  # candidates rescored; the rest keep the fused order
     rerank_weight: float = Field(default=0.2, ge=0.0, le=1.0)  # cross-encoder share of the blended score
     rerank_timeout_s: float = Field(default=3.0, gt=0)
+    # `ragd eval` reranks with this timeout instead (a plan's figures must be the reranker's, not the fused order's
+    # of the queries it gave up on under load); skipped queries are counted per plan all the same
+    eval_rerank_timeout_s: float = Field(default=120.0, gt=0)
     rerank_max_tokens: int = Field(default=256, ge=32, le=512)  # per (query, passage) pair, local model
     rerank_url: str | None = None  # another endpoint for cohere:/together: (a proxy, a test server)
     rerank_api_key: str | None = None

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import InvalidRequest
 
@@ -101,14 +101,16 @@ def load_squad(path: Path) -> EvalSet:
     answers: dict[str, tuple[str, ...]] = {}
     groups: dict[str, str] = {}
     doc_groups: dict[str, str] = {}
-    for article in articles:
-        title = str(article["title"])
-        for number, para in enumerate(article["paragraphs"]):
+    for a, article in enumerate(articles if isinstance(articles, list) else []):
+        title = str(_field(path, article, "title", f"data[{a}]"))
+        for number, para in enumerate(_field(path, article, "paragraphs", f"data[{a}]")):
             doc_id = f"{title}/{number}"
-            documents.append({"id": doc_id, "title": title.replace("_", " "), "text": para["context"]})
+            where = f"data[{a}].paragraphs[{number}]"
+            documents.append({"id": doc_id, "title": title.replace("_", " "),
+                              "text": _field(path, para, "context", where)})
             doc_groups[doc_id] = title
-            for qa in para["qas"]:
-                queries[qa["id"]] = qa["question"]
+            for q, qa in enumerate(_field(path, para, "qas", where)):
+                queries[_field(path, qa, "id", f"{where}.qas[{q}]")] = _field(path, qa, "question", f"{where}.qas[{q}]")
                 groups[qa["id"]] = title
                 answerable[qa["id"]] = not qa.get("is_impossible", False)
                 if answerable[qa["id"]]:
@@ -116,6 +118,13 @@ def load_squad(path: Path) -> EvalSet:
                     answers[qa["id"]] = tuple(dict.fromkeys(a["text"] for a in qa.get("answers", [])))
     return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, answerable=answerable,
                    documents=tuple(documents), answers=answers, groups=groups, doc_groups=doc_groups)
+
+
+def _field(path: Path, obj: Any, name: str, where: str) -> Any:
+    """obj[name] of a SQuAD file, or a bad request naming the field and where it is missing."""
+    if not isinstance(obj, dict) or name not in obj:
+        raise InvalidRequest(f"{path}: not SQuAD 2.0 JSON: {where} has no {name!r} field")
+    return obj[name]
 
 
 def load_questions(path: Path) -> EvalSet:

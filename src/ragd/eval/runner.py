@@ -9,7 +9,7 @@ from typing import Any
 
 from ..embed import make_embedder
 from ..engine import Collection, retrieve
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, RagdError
 from ..types import ITEM_STATUSES, Plan
 from . import metrics
 from .datasets import EvalSet
@@ -64,11 +64,16 @@ class PlanResult:
     stages_ms: dict[str, dict[str, float]]
     runs: dict[str, list[str]] = field(repr=False)
     per_query: dict[str, dict[str, float]] = field(repr=False)
+    # queries whose reranking failed open (the fused order stood in) and queries that failed outright (no results,
+    # counted as misses): a plan's figures are its name's only when both are 0
+    rerank_skipped: int = 0
+    failed_queries: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {**{k: round(v, 4) for k, v in self.metrics.items()},
                 "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
-                "stages_ms": {s: {k: round(v, 2) for k, v in d.items()} for s, d in self.stages_ms.items()}}
+                "stages_ms": {s: {k: round(v, 2) for k, v in d.items()} for s, d in self.stages_ms.items()},
+                "rerank_skipped": self.rerank_skipped, "failed_queries": len(self.failed_queries)}
 
 
 def run_plan(col: Collection, dataset: EvalSet, name: str, depth: int = 100,
@@ -79,11 +84,18 @@ def run_plan(col: Collection, dataset: EvalSet, name: str, depth: int = 100,
     runs: dict[str, list[str]] = {}
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
+    skipped, failed = 0, {}
     for qid, text in dataset.queries.items():
         timings: dict[str, float] = {}
+        debug: dict[str, Any] = {}
         started = time.perf_counter()
-        hits = retrieve(text, plan, col, timings=timings)
+        try:
+            hits = retrieve(text, plan, col, timings=timings, debug=debug)
+        except RagdError as exc:  # one query's failure is that query's miss, not the end of the measurement
+            failed[qid] = str(exc)
+            hits = []
         totals.append((time.perf_counter() - started) * 1000)
+        skipped += bool(debug.get("reranker_skipped"))
         for stage, ms in timings.items():
             stages.setdefault(stage, []).append(ms)
         seen: list[str] = []
@@ -101,6 +113,8 @@ def run_plan(col: Collection, dataset: EvalSet, name: str, depth: int = 100,
         stages_ms={s: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for s, v in sorted(stages.items())},
         runs=runs,
         per_query=metrics.per_query(runs, dataset.qrels),
+        rerank_skipped=skipped,
+        failed_queries=failed,
     )
 
 

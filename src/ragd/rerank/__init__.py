@@ -12,6 +12,7 @@ error or a timeout the fused order stands and the outcome says `skipped` with th
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import threading
 import time
@@ -24,6 +25,8 @@ from ..errors import ConfigError, RagdError, RerankerError
 from ..types import Candidate
 from .api import COHERE_URL, TOGETHER_URL, ApiReranker
 from .local import CrossEncoder
+
+_log = logging.getLogger(__name__)
 
 MAX_DOCS = 50  # seed 001: at most 50 documents per rerank
 
@@ -118,8 +121,11 @@ def rerank_fail_open(query: str, candidates: Sequence[Candidate], model: Reranke
         elapsed = (time.perf_counter() - started) * 1000
         if elapsed > timeout_s * 1000:
             raise RerankerError(f"{model.name} took {elapsed:.0f} ms, over the {timeout_s * 1000:.0f} ms limit")
-    except RagdError as exc:
-        return list(candidates), RerankOutcome(used=False, skipped=True, error=str(exc), pairs=pairs,
+    except Exception as exc:  # any failure, not only ragd's own: the fused order is the answer's, said in debug
+        error = str(exc) if isinstance(exc, RagdError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, RagdError):
+            _log.warning("reranker %s failed (%s); the fused order stands", model.name, error)
+        return list(candidates), RerankOutcome(used=False, skipped=True, error=error, pairs=pairs,
                                                latency_ms=(time.perf_counter() - started) * 1000, model=model.name)
     return ranked, RerankOutcome(used=True, latency_ms=elapsed, pairs=pairs, model=model.name)
 
