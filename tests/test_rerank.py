@@ -17,7 +17,7 @@ from ragd.compress import CompressPolicy
 from ragd.config import Settings
 from ragd.errors import RerankerError
 from ragd.eval.runner import plan_overrides
-from ragd.rerank import CrossEncoder, blend, make_reranker, rerank
+from ragd.rerank import CrossEncoder, blend, make_reranker, probability, rerank
 from ragd.types import Candidate
 
 from .fakes import JsonService, serving
@@ -208,3 +208,18 @@ def test_a_query_longer_than_the_cross_encoder_reads_is_reranked() -> None:
     assert len(set(scores)) == 2 and all(math.isfinite(x) for x in scores)
     assert model.score(query, [c.content for c in candidates]) == scores  # deterministic
     assert all(c.rerank_score is not None for c in rerank(query, candidates, model, weight=1.0))
+
+
+def test_the_cross_encoder_reads_a_long_passage_to_its_end() -> None:
+    """(issue 30) The model reads 256 tokens with the query; chunks hold up to 500 (800 at the hard cap). An answer
+    past the first window was scored as if absent; the best window counts now, and a passage that fits is scored as
+    it was."""
+    filler = " ".join(f"The committee reviewed agenda item {i} about office supplies and parking rules."
+                      for i in range(40))
+    answer = "Employees in Germany receive 30 days of parental leave per year."
+    query = "How many days of parental leave do employees in Germany get?"
+    windowed, head = CrossEncoder(max_tokens=256), CrossEncoder(max_tokens=256, windows=False)
+    late, short, none = windowed.score(query, [f"{filler} {answer}", answer, filler])
+    assert probability(late) > 0.9 and probability(none) < 0.01
+    assert probability(head.score(query, [f"{filler} {answer}"])[0]) < 0.01  # what reading the head alone gave
+    assert short == head.score(query, [answer])[0]  # a passage that fits: the same score, bit for bit

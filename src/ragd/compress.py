@@ -19,7 +19,29 @@ from .types import Candidate
 if TYPE_CHECKING:
     from .rerank import Reranker
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at . ! or ? (closing quotes and brackets with it) before a capital, a digit or an opening quote or
+# bracket, or at a line break; never inside "Ae. albopictus" (a lowercase word follows), "Dr. Smith", "e.g. Bonn"
+# or "J. Smith" (an abbreviation or an initial precedes).
+_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9\u00c0-\u024f])|\n+")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|Sr|Jr|St|Mt|Fig|Figs|No|Nos|Vol|Vols|pp|Eq|Eqs|Ref|Refs|Sec|Ch|Art|Co|Corp|Inc|Ltd|"
+    r"vs|cf|al|approx|resp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.|\b(?:e\.g|i\.e|U\.S|a\.m|p\.m)\.|"
+    r"(?:^|\s)[A-Z]\.)$")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, in order, stripped (what an answer quotes and compression keeps)."""
+    out: list[str] = []
+    pending = ""
+    for piece in _BREAK.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        pending = f"{pending} {piece}" if pending else piece
+        if not _ABBREVIATION.search(pending):
+            out.append(pending)
+            pending = ""
+    return out + ([pending] if pending else [])
 
 
 @dataclass(frozen=True)
@@ -34,7 +56,7 @@ def compress(query: str, candidates: Sequence[Candidate], policy: CompressPolicy
              model: Reranker | None = None) -> list[dict[str, Any]]:
     """For each candidate, the windows around its query-relevant sentences, in text order."""
     policy = policy or CompressPolicy()
-    split = [[s.strip() for s in _SPLIT.split(c.content) if s.strip()] for c in candidates]
+    split = [sentences(c.content) for c in candidates]
     scores = _model_scores(query, split, policy, model) if model is not None else None
     terms = set(tokens(query))
     out = []

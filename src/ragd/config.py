@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # of the queries it gave up on under load); skipped queries are counted per plan all the same
     eval_rerank_timeout_s: float = Field(default=120.0, gt=0)
     rerank_max_tokens: int = Field(default=256, ge=32, le=512)  # per (query, passage) pair, local model
+    # the local model reads a longer passage in windows of rerank_max_tokens, the best one counting (off: its head)
+    rerank_windows: bool = True
     rerank_url: str | None = None  # another endpoint for cohere:/together: (a proxy, a test server)
     rerank_api_key: str | None = None
     # abstention (seed 001 section 7): the cross-encoder probability when the reranker ran, else the best RRF

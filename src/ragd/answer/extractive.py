@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..compress import sentences
 from ..embed.hashing import tokens
 from ..rerank import probability
 from ..types import Candidate
@@ -27,7 +28,6 @@ from .citations import MARKER
 if TYPE_CHECKING:
     from ..rerank import Reranker
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _RULE = re.compile(r"^\|?\s*:?-{2,}")
 # Text that addresses the assistant rather than informing the reader (prompt injection). It is never quoted: the
 # answer must not carry a document's instructions to whatever reads it next.
@@ -60,10 +60,29 @@ def pieces(chunk: Candidate) -> list[str]:
     if chunk.chunk_type == "table":
         rows = [_cells(line) for line in chunk.content.splitlines() if line.strip() and not _RULE.match(line)]
         if len(rows) > 1:
-            header = rows[0]
-            return ["; ".join(f"{h}: {v}" for h, v in zip(header, row) if v) for row in rows[1:]
+            header, body = _header(rows)
+            return ["; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v) for row in body
                     if not INJECTION.search(" ".join(row))]
-    return [s.strip() for s in _SENTENCE.split(chunk.content) if len(s.strip()) > 1 and not INJECTION.search(s)]
+    return [s for s in sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
+
+
+_FIGURE = re.compile("[-+\u2212\u2013(]*[$\u20ac\u00a3\u00a5]?\\s*[\\d.,]+\\s*%?\\)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+def _header(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """A table's header, its continuation rows joined into it column by column ("December 31," over "2019" is
+    "December 31, 2019"), and its body. A continuation row has no row label and no figures (years are labels)."""
+    header, n = list(rows[0]), 1
+    while n < len(rows) - 1 and rows[n] and not rows[n][0] and any(rows[n]) and all(
+            not cell or _YEAR.fullmatch(cell) or not _FIGURE.fullmatch(cell) for cell in rows[n]):
+        n += 1
+    if n > 1:  # a header of several rows: a top cell spanning columns is stored once, in its first column
+        top = list(rows[0])
+        for i in range(2, len(top)):
+            top[i] = top[i] or top[i - 1]
+        header = [" ".join(row[i] for row in (top, *rows[1:n]) if i < len(row) and row[i]) for i in range(len(top))]
+    return header, rows[n:]
 
 
 def _cells(line: str) -> list[str]:

@@ -58,7 +58,8 @@ def make_reranker(spec: str, settings: Settings) -> Reranker | None:
     if kind in ("none", "off", ""):
         return None
     if kind == "local":
-        return CrossEncoder(max_tokens=settings.rerank_max_tokens, threads=settings.onnx_threads, timeout_s=timeout)
+        return CrossEncoder(max_tokens=settings.rerank_max_tokens, threads=settings.onnx_threads, timeout_s=timeout,
+                            windows=settings.rerank_windows)
     if kind == "cohere" and rest:
         return ApiReranker("cohere", rest, settings.rerank_url or COHERE_URL, api_key=settings.rerank_api_key,
                            timeout_s=timeout)
