@@ -224,7 +224,7 @@ def test_injected_instructions_are_never_quoted() -> None:
 
 # -- answers a person can read (issue 30, item 6) ----------------------------------------------------------------
 
-def _chunk(content: str, chunk_type: str = "text") -> object:
+def _quotable(content: str, chunk_type: str = "text") -> object:
     import uuid as _uuid
 
     from ragd.types import Candidate
@@ -239,7 +239,7 @@ def test_quoted_sentences_are_not_cut_at_abbreviations_or_initials() -> None:
 
     text = ("The population of Ae. albopictus doubled in 2019. Dr. Smith (see e.g. Fig. 3) counted them. "
             "J. Smith disagreed. Prices rose 3.5 percent.")
-    assert pieces(_chunk(text)) == ["The population of Ae. albopictus doubled in 2019.",
+    assert pieces(_quotable(text)) == ["The population of Ae. albopictus doubled in 2019.",
                                     "Dr. Smith (see e.g. Fig. 3) counted them.", "J. Smith disagreed.",
                                     "Prices rose 3.5 percent."]
 
@@ -250,8 +250,8 @@ def test_a_quoted_table_row_keeps_every_header_row_above_it() -> None:
 
     table = ("| | December 31, | |\n|---|---|---|\n| | 2019 | 2018 |\n| Total assets | $598 | $2,410 |\n"
              "| Cash | 12 | 14 |")
-    assert pieces(_chunk(table, "table")) == [
+    assert pieces(_quotable(table, "table")) == [
         "Total assets; December 31, 2019: $598; December 31, 2018: $2,410",
         "Cash; December 31, 2019: 12; December 31, 2018: 14"]
     plain = "| Country | Days |\n|---|---|\n| Germany | 30 |\n| France | 28 |"  # one header row: as before
-    assert pieces(_chunk(plain, "table")) == ["Country: Germany; Days: 30", "Country: France; Days: 28"]
+    assert pieces(_quotable(plain, "table")) == ["Country: Germany; Days: 30", "Country: France; Days: 28"]

@@ -29,7 +29,7 @@ _ABBREVIATION = re.compile(
     r"(?:^|\s)[A-Z]\.)$")
 
 
-def sentences(text: str) -> list[str]:
+def split_sentences(text: str) -> list[str]:
     """The sentences of a text, in order, stripped (what an answer quotes and compression keeps)."""
     out: list[str] = []
     pending = ""
@@ -56,7 +56,7 @@ def compress(query: str, candidates: Sequence[Candidate], policy: CompressPolicy
              model: Reranker | None = None) -> list[dict[str, Any]]:
     """For each candidate, the windows around its query-relevant sentences, in text order."""
     policy = policy or CompressPolicy()
-    split = [sentences(c.content) for c in candidates]
+    split = [split_sentences(c.content) for c in candidates]
     scores = _model_scores(query, split, policy, model) if model is not None else None
     terms = set(tokens(query))
     out = []

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..compress import sentences
+from ..compress import split_sentences
 from ..embed.hashing import tokens
 from ..rerank import probability
 from ..types import Candidate
@@ -63,7 +63,7 @@ def pieces(chunk: Candidate) -> list[str]:
             header, body = _header(rows)
             return ["; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v) for row in body
                     if not INJECTION.search(" ".join(row))]
-    return [s for s in sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
+    return [s for s in split_sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
 
 
 _FIGURE = re.compile("[-+\u2212\u2013(]*[$\u20ac\u00a3\u00a5]?\\s*[\\d.,]+\\s*%?\\)?")
