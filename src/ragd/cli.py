@@ -836,7 +836,7 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float, allow_
         if store.schema_version() < latest:
             raise MigrationError(f"the schema is at version {store.schema_version()}, this ragd needs {latest}: "
                                  "run `ragd migrate` first (or start without --no-migrate)")
-        active, ever = keys.active(store), keys.ever(store)
+        active, ever = keys.counts(store)
     finally:
         store.close()
     if not active and ever and not settings.allow_open:

@@ -40,8 +40,8 @@ ON CONFLICT (key_id, window_start) DO UPDATE SET requests = w.requests + 1
 RETURNING requests, extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now())::float8"""
 FORGET_WINDOWS = """
 DELETE FROM rate_windows WHERE key_id = %(key_id)s AND window_start < now() - interval '5 minutes'"""
-ACTIVE = "SELECT count(*) FROM api_keys WHERE revoked_at IS NULL"
-EVER = "SELECT count(*) FROM api_keys"
+# (active keys, keys ever issued, revoked ones included)
+COUNTS = "SELECT count(*) FILTER (WHERE revoked_at IS NULL), count(*) FROM api_keys"
 
 
 def digest(key: str) -> str:
@@ -111,20 +111,15 @@ def authenticate(store: Store, key: str, per_minute: int = 0) -> Caller | None:
         return caller
 
 
-def active(store: Store) -> int:
+def counts(store: Store) -> tuple[int, int]:
+    """(active keys, keys ever issued, revoked ones included), in one query."""
     with store.admin() as conn:
-        row = conn.execute(ACTIVE).fetchone()
-    return int(row[0]) if row else 0
-
-
-def ever(store: Store) -> int:
-    """Keys ever issued, revoked ones included."""
-    with store.admin() as conn:
-        row = conn.execute(EVER).fetchone()
-    return int(row[0]) if row else 0
+        row = conn.execute(COUNTS).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def keyed(store: Store, allow_open: bool) -> bool:
     """Whether requests need a key: while any key is active, and also once every key was revoked (a database that
     had keys holds tenants that trusted them), unless open mode is asked for explicitly (RAGD_ALLOW_OPEN)."""
-    return active(store) > 0 or (not allow_open and ever(store) > 0)
+    active, ever = counts(store)
+    return active > 0 or (not allow_open and ever > 0)

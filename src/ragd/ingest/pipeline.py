@@ -190,10 +190,8 @@ def _target(link: Path) -> Path | Skipped:
     """Where a link leads, or why it leads nowhere."""
     try:
         return link.resolve(strict=True)
-    except RuntimeError:  # Python's own loop detection
-        return SymlinkLoop(f"{_display(link)}: a link that loops (it leads back to itself); skipped")
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+    except (RuntimeError, OSError) as exc:  # (RuntimeError: Python's own loop detection)
+        if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP:
             return SymlinkLoop(f"{_display(link)}: a link that loops (it leads back to itself); skipped")
         return SymlinkDangling(f"{_display(link)}: a link to {_display(Path(os.readlink(link)))}, which does not "
                                "exist; skipped")

@@ -340,15 +340,16 @@ class Store:
                     except psycopg.errors.UniqueViolation:
                         if attempt == 2:
                             raise
-            with psycopg.connect(self.url, autocommit=False) as conn, conn.transaction():
-                conn.execute(queries.MIGRATION_LOCK)
-                done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
-                for version, name, text in migrations():
-                    if version in done:
-                        continue
-                    conn.execute(text.encode("utf-8"))
-                    conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
-                    applied_now.append(version)
+                conn.autocommit = False
+                with conn.transaction():  # the lock held to the end of the transaction that applies them
+                    conn.execute(queries.MIGRATION_LOCK)
+                    done = {row[0] for row in conn.execute(queries.APPLIED_MIGRATIONS)}
+                    for version, name, text in migrations():
+                        if version in done:
+                            continue
+                        conn.execute(text.encode("utf-8"))
+                        conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
+                        applied_now.append(version)
         except psycopg.Error as exc:
             raise MigrationError(f"applying migrations failed: {str(exc).strip()}") from exc
         return applied_now
