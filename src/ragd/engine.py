@@ -19,6 +19,7 @@ from typing import Any
 from . import ids
 from .answer import PROMPT_VERSION, Budget, render, select
 from .answer.abstain import ABSTAIN_ANSWER, declines, judge
+from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
@@ -37,6 +38,7 @@ from .errors import (
 from .ingest import dedupe
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
+from .ingest.extract.markdown import markdown_blocks
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
 from .ingest.pipeline import Duplicates, Progress, run_ingest
@@ -332,7 +334,8 @@ class Collection:
                options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
                near_duplicates: float | None = None, on_progress: Progress | None = None,
                uploads: Sequence[tuple[str, str | os.PathLike[str]]] = (), workers: int | None = None) -> IngestReport:
-        """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?}).
+        """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?,
+        "source_type"?: "markdown" reads the text as Markdown, tables included; anything else as plain text}).
 
         `near_duplicates` is the whole-document similarity (0.5-1.0) at which a new document counts as a
         near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off.
@@ -514,10 +517,11 @@ def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
     _require_storable(f"document id {str(rid)!r}:", str(rid))
     _require_storable(f"document {str(rid)!r}: metadata", raw.get("metadata"))
     title = raw.get("title")
-    blocks = ([Block("heading", str(title), level=1)] if title else []) + text_blocks(text)
+    kind = str(raw.get("source_type") or "text")
+    body = markdown_blocks(text) if kind == "markdown" else text_blocks(text)
+    blocks = ([Block("heading", str(title), level=1)] if title else []) + body
     return ExtractedDocument(external_id=str(rid), source_uri=str(raw.get("source_uri") or f"memory:{rid}"),
-                             source_type=str(raw.get("source_type") or "text"),
-                             title=str(title) if title else None, blocks=tuple(blocks),
+                             source_type=kind, title=str(title) if title else None, blocks=tuple(blocks),
                              tags=tuple(raw.get("tags") or ()), metadata=dict(raw.get("metadata") or {}))
 
 
@@ -641,6 +645,7 @@ class _Written:
     reason: str = ""  # why it abstained
     completion: Completion | None = None
     prompt_version: str | None = None
+    calculation: dict[str, Any] | None = None
 
 
 def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None,
@@ -689,6 +694,7 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                   "generator": generator_name, "prompt_version": prompt_version,
                   "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
                   "context_tokens": context.tokens, "invalid_citations": list(written.invalid),
+                  "calculation": written.calculation if cited else None,
                   "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
                                 for c in ranked],
                   "timings_ms": {k: round(v, 2) for k, v in timings.items()},
@@ -724,7 +730,7 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if emit_log and QUERY_LOG.isEnabledFor(logging.INFO):
         QUERY_LOG.info(json.dumps(line))
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
-                  query_id=query_id, log=line)
+                  query_id=query_id, log=line, calculation=written.calculation if cited else None)
 
 
 def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
@@ -735,11 +741,21 @@ def _extractive(question: str, context: Sequence[Candidate], col: Collection, re
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     quotable = [c for c in context if c.rerank_score is not None
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
-    checked = check(extract(question, quotable, model).text, context)
+    calc = compute(question, quotable)
+    if isinstance(calc, Calculation):
+        checked = check(calc.sentence(), context)
+        return _Written(checked.text, checked.cited, checked.invalid, calculation=calc.as_dict())
+    quoted = extract(question, quotable, model).text
+    calculation = None
+    if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
+        rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted
+        quoted = f"The {calc.operation.replace('_', ' ')} could not be computed: {calc.reason}. {rows}".strip()
+        calculation = {"operation": calc.operation, "refused": calc.reason}
+    checked = check(quoted, context)
     if not checked.cited:
         return _Written(ABSTAIN_ANSWER, invalid=checked.invalid,
                         reason="no sentence of the context supports an answer")
-    return _Written(checked.text, checked.cited, checked.invalid)
+    return _Written(checked.text, checked.cited, checked.invalid, calculation=calculation)
 
 
 def _generated(question: str, context: Sequence[Candidate], generator: Generator) -> _Written:

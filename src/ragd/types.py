@@ -275,6 +275,9 @@ class Answer:
     result_hash: str = ""
     query_id: uuid.UUID | None = None  # its reproducibility record (`ragd executions show`)
     log: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # the ragd.query log line
+    # table arithmetic (see answer.arithmetic): {"operation", "result", "formula", "unit", "chunk_id", "operands"}
+    # when the answer is a computation, {"operation", "refused": reason} when one was asked for and not done
+    calculation: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,

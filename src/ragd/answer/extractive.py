@@ -58,9 +58,8 @@ def pieces(chunk: Candidate) -> list[str]:
     if MARKER.search(chunk.content):
         chunk = dataclasses.replace(chunk, content=MARKER.sub("", chunk.content))
     if chunk.chunk_type == "table":
-        rows = [_cells(line) for line in chunk.content.splitlines() if line.strip() and not _RULE.match(line)]
-        if len(rows) > 1:
-            header, body = _header(rows)
+        header, body = table(chunk.content)
+        if header:
             return ["; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v) for row in body
                     if not INJECTION.search(" ".join(row))]
     return [s for s in split_sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
@@ -70,12 +69,29 @@ _FIGURE = re.compile("[-+\u2212\u2013(]*[$\u20ac\u00a3\u00a5]?\\s*[\\d.,]+\\s*%?
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
+def _continues_header(row: list[str]) -> bool:
+    """A header row below the first: no figures (years are labels), and either no row label or years in its
+    other cells ("(in thousands) | 2019 | 2018")."""
+    rest = [cell for cell in row[1:] if cell]
+    if not rest or any(_FIGURE.fullmatch(cell) and not _YEAR.fullmatch(cell) for cell in rest):
+        return False
+    return not row[0] or any(_YEAR.search(cell) for cell in rest)
+
+
+def table(content: str) -> tuple[list[str], list[list[str]]]:
+    """A table chunk's header (its rows joined, see `_header`) and body rows; ([], []) for fewer than two rows."""
+    lines = [line for line in content.splitlines() if line.strip() and not _RULE.match(line)]
+    # Markdown rows are framed ("| a | b |"); ragd's own table text is not (" | 2019 | 2018": an empty first cell)
+    framed = all(line.strip().startswith("|") and line.strip().endswith("|") for line in lines)
+    rows = [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]
+    return _header(rows) if len(rows) > 1 else ([], [])
+
+
 def _header(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
     """A table's header, its continuation rows joined into it column by column ("December 31," over "2019" is
-    "December 31, 2019"), and its body. A continuation row has no row label and no figures (years are labels)."""
+    "December 31, 2019"), and its body."""
     header, n = list(rows[0]), 1
-    while n < len(rows) - 1 and rows[n] and not rows[n][0] and any(rows[n]) and all(
-            not cell or _YEAR.fullmatch(cell) or not _FIGURE.fullmatch(cell) for cell in rows[n]):
+    while n < len(rows) - 1 and _continues_header(rows[n]):
         n += 1
     if n > 1:  # a header of several rows: a top cell spanning columns is stored once, in its first column
         top = list(rows[0])
@@ -83,10 +99,6 @@ def _header(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
             top[i] = top[i] or top[i - 1]
         header = [" ".join(row[i] for row in (top, *rows[1:n]) if i < len(row) and row[i]) for i in range(len(top))]
     return header, rows[n:]
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
 def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,

@@ -171,6 +171,8 @@ class Asked:
     pieces: int
     timings: dict[str, float]
     latency_ms: float
+    calculation: dict[str, Any] | None = None
+    decided: str = ""  # which check decided to abstain (the evidence judgement's `check`)
 
 
 @dataclass
@@ -224,7 +226,8 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
         asked.append(Asked(qid, kinds[qid], result.abstained, result.answer,
                            [external.get(c["doc_id"], c["doc_id"]) for c in result.citations],
                            len(_MARKER.findall(result.answer)), dict(debug.get("timings_ms", {})),
-                           (time.perf_counter() - started) * 1000))
+                           (time.perf_counter() - started) * 1000, result.calculation,
+                           str((debug.get("evidence") or {}).get("check", ""))))
         if on_progress:
             on_progress("answers", n, len(qids))
     parts = {"calibration": _score(asked, set(cal), dataset), "held_out": _score(asked, set(held), dataset)}
@@ -265,6 +268,11 @@ def _score(asked: Sequence[Asked], part: set[str], dataset: EvalSet) -> dict[str
     adversarial = [a for a in rows if a.kind == "adversarial"]
     answered = [a for a in inside if not a.abstained]
     p, r, f1 = _prf(sum(a.abstained for a in outside), sum(a.abstained for a in inside), len(outside))
+    given = [a for a in rows if not a.abstained and a.kind != "adversarial"]
+
+    def relevant_to(qid: str) -> set[str]:
+        return {d for d, g in dataset.qrels.get(qid, {}).items() if g > 0}
+
     golds = {a.qid: dataset.answers.get(a.qid, ()) for a in answered}
     with_gold = [a for a in answered if golds[a.qid]]
     relevant = {a.qid: {d for d, g in dataset.qrels.get(a.qid, {}).items() if g > 0} for a in answered}
@@ -279,12 +287,41 @@ def _score(asked: Sequence[Asked], part: set[str], dataset: EvalSet) -> dict[str
         "citation_precision": _mean([_share(a.cited_docs, relevant[a.qid]) for a in judged]),
         "citation_recall": _mean([len(relevant[a.qid] & set(a.cited_docs)) / len(relevant[a.qid]) for a in judged]),
         "at_most_3_pieces": _mean([a.pieces <= 3 for a in answered]),
+        # answers (in scope or not) that cite a document other than the question's own: the look-alike failure
+        "wrong_document_answers": _mean([bool(set(a.cited_docs) - relevant_to(a.qid)) for a in given]),
+        **_arithmetic([a for a in answered if dataset.kinds.get(a.qid, "").startswith("arithmetic")], dataset),
         "latency_ms": {"p50": percentile([a.latency_ms for a in rows], 50),
                        "p95": percentile([a.latency_ms for a in rows], 95)},
         "stages_ms": {stage: {"p50": percentile(v, 50), "p95": percentile(v, 95)}
                       for stage, v in sorted(_stages(rows).items())},
     }
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def _arithmetic(answered: Sequence[Asked], dataset: EvalSet) -> dict[str, Any]:
+    """Questions whose gold answer is a computation (TAT-QA's arithmetic), among the in-scope ones answered: the
+    share answered with a computation, exact (the gold figure at the gold's own precision) among those, and the
+    share answered by quotes alone (neither a computation nor a stated refusal to compute)."""
+    if not answered:
+        return {}
+    computed = [a for a in answered if a.calculation and "result" in a.calculation]
+    exact = [a for a in computed if _exact(float(a.calculation["result"]), dataset.answers.get(a.qid, ()))]
+    return {"arithmetic_answered": len(answered), "arithmetic_computed": len(computed) / len(answered),
+            "arithmetic_exact": len(exact) / len(computed) if computed else 0.0,
+            "arithmetic_quotes_only": sum(not a.calculation for a in answered) / len(answered)}
+
+
+def _exact(value: float, golds: Sequence[str]) -> bool:
+    """The value is the gold figure at the gold's precision (17.697 for 17.7; 3891.0 for 3891)."""
+    for gold in golds:
+        try:
+            figure = float(gold.replace(",", ""))
+        except ValueError:
+            continue
+        places = len(gold.split(".")[1]) if "." in gold else 0
+        if round(value, places) == round(figure, places):
+            return True
+    return False
 
 
 def _stages(rows: Sequence[Asked]) -> dict[str, list[float]]:

@@ -32,6 +32,7 @@ class EvalSet:
     answers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # gold answer strings
     groups: dict[str, str] = field(default_factory=dict)  # question -> its group (a SQuAD article)
     doc_groups: dict[str, str] = field(default_factory=dict)  # document -> its group
+    kinds: dict[str, str] = field(default_factory=dict)  # question -> its kind of answer (TAT-QA: arithmetic, span…)
 
     @property
     def has_corpus(self) -> bool:
@@ -46,7 +47,8 @@ class EvalSet:
                        qrels={q: self.qrels[q] for q in keep if q in self.qrels}, corpus=self.corpus,
                        unit=self.unit, answerable={q: self.answerable[q] for q in keep if q in self.answerable},
                        documents=self.documents, answers={q: self.answers[q] for q in keep if q in self.answers},
-                       groups={q: self.groups[q] for q in keep if q in self.groups}, doc_groups=self.doc_groups)
+                       groups={q: self.groups[q] for q in keep if q in self.groups}, doc_groups=self.doc_groups,
+                       kinds={q: self.kinds[q] for q in keep if q in self.kinds})
 
 
 def _slug(name: str) -> str:
@@ -57,7 +59,7 @@ def load(path: Path, split: str = "test") -> EvalSet:
     if path.is_dir():
         return load_beir(path, split)
     if path.is_file() and path.suffix == ".json":
-        return load_squad(path)
+        return load_tatqa(path) if _is_tatqa(path) else load_squad(path)
     if path.is_file():
         return load_questions(path)
     raise InvalidRequest(f"{path}: no such evaluation set (a BEIR directory or a questions .jsonl file)")
@@ -118,6 +120,64 @@ def load_squad(path: Path) -> EvalSet:
                     answers[qa["id"]] = tuple(dict.fromkeys(a["text"] for a in qa.get("answers", [])))
     return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, answerable=answerable,
                    documents=tuple(documents), answers=answers, groups=groups, doc_groups=doc_groups)
+
+
+def _is_tatqa(path: Path) -> bool:
+    """A TAT-QA file is a JSON list of items with a table (SQuAD's is an object with `data`); the first bytes say."""
+    with open(path, "rb") as fh:
+        return fh.read(64).lstrip().startswith(b"[")
+
+
+def load_tatqa(path: Path) -> EvalSet:
+    """A TAT-QA JSON file (a list of items: one table of an annual report with its paragraphs, and questions). Each
+    item is a Markdown document (its paragraphs in order, the table after the paragraph that introduces it) and a
+    group of its own: the scope split ingests half of the items, and the questions about the other half are about
+    documents that look like the ingested ones but are not there. Gold answers are strings (an arithmetic answer's
+    number as TAT-QA gives it, its `scale` kept apart in `kinds`, e.g. "arithmetic:percent")."""
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InvalidRequest(f"{path}: not a TAT-QA JSON file: {exc}") from exc
+    documents: list[dict[str, str]] = []
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    answers: dict[str, tuple[str, ...]] = {}
+    groups: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for n, item in enumerate(items if isinstance(items, list) else []):
+        where = f"[{n}]"
+        table = _field(path, _field(path, item, "table", where), "table", f"{where}.table")
+        doc_id = f"tatqa/{_field(path, item['table'], 'uid', f'{where}.table')}"
+        paragraphs = [str(_field(path, p, "text", f"{where}.paragraphs[{i}]")).strip()
+                      for i, p in enumerate(sorted(_field(path, item, "paragraphs", where),
+                                                   key=lambda p: int(p.get("order", 0))))]
+        documents.append({"id": doc_id, "text": tatqa_markdown(paragraphs, table), "source_type": "markdown"})
+        for i, qa in enumerate(_field(path, item, "questions", where)):
+            qwhere = f"{where}.questions[{i}]"
+            qid = str(_field(path, qa, "uid", qwhere))
+            queries[qid] = str(_field(path, qa, "question", qwhere))
+            groups[qid] = doc_id
+            qrels[qid] = {doc_id: 1}
+            gold = _field(path, qa, "answer", qwhere)
+            answers[qid] = tuple(str(a) for a in (gold if isinstance(gold, list) else [gold]))
+            kinds[qid] = f"{qa.get('answer_type', 'span')}:{qa.get('scale') or ''}".rstrip(":")
+    if not documents:
+        raise InvalidRequest(f"{path}: not a TAT-QA JSON file: no items")
+    return EvalSet(name=_slug(path.stem), queries=queries, qrels=qrels, answerable=dict.fromkeys(queries, True),
+                   documents=tuple(documents), answers=answers, groups=groups,
+                   doc_groups={d["id"]: d["id"] for d in documents}, kinds=kinds)
+
+
+def tatqa_markdown(paragraphs: list[str], table: list[list[str]]) -> str:
+    """Paragraphs and one table as Markdown; the table follows the first paragraph that ends with a colon (the
+    one that introduces it), else the last paragraph."""
+    width = max((len(row) for row in table), default=0)
+    lines = ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ").strip() for c in
+                               [*row, *[""] * (width - len(row))]) + " |" for row in table]
+    if len(lines) > 1:
+        lines.insert(1, "|" + " --- |" * width)
+    at = next((i + 1 for i, p in enumerate(paragraphs) if p.rstrip().endswith(":")), len(paragraphs))
+    return "\n\n".join([*paragraphs[:at], "\n".join(lines), *paragraphs[at:]])
 
 
 def _field(path: Path, obj: Any, name: str, where: str) -> Any:
