@@ -19,6 +19,8 @@ from typing import Any
 from . import ids
 from .answer import PROMPT_VERSION, Budget, render, select
 from .answer.abstain import ABSTAIN_ANSWER, declines, judge
+from .answer.answerable import Judgement, Limits, content_stems
+from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.citations import check, citation
 from .answer.extractive import extract
@@ -665,19 +667,26 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
+    answerable = None
+    if not evidence.abstain and s.answerable:
+        answerable = _answerable(question, ranked, col, reranked, rerank_floor)
+        timings["answerable"] = answerable[1]
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
     generator = col.client.generator
     if evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
+    elif answerable is not None and answerable[0].abstain:
+        written = _Written(ABSTAIN_ANSWER, reason=f"{answerable[0].check}: {answerable[0].reason}")
     else:
         provider = generator.provider if generator else "extractive"
         with span(f"rag.generator.{provider}", **{"rag.generator": generator.name if generator else "extractive",
                                                   "rag.context_chunks": len(context.chunks),
                                                   "rag.context_tokens": context.tokens}) as current:
-            written = (_extractive(question, context.chunks, col, reranked, rerank_floor) if generator is None
-                       else _generated(question, context.chunks, generator))
+            supported = {c.chunk_id for c in answerable[0].evidence} if answerable is not None else None
+            written = (_extractive(question, context.chunks, col, reranked, rerank_floor, supported)
+                       if generator is None else _generated(question, context.chunks, generator))
             done = written.completion
             annotate(current, **{"rag.abstained": not written.cited,
                                  "rag.prompt_tokens": done.prompt_tokens if done else None,
@@ -690,7 +699,10 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     prompt_version = written.prompt_version or PROMPT_VERSION
     record = None
     if debug:
-        record = {**info, "abstain_reason": written.reason or None, "evidence": dataclasses.asdict(evidence),
+        record = {**info, "abstain_reason": written.reason or None,
+                  "evidence": {**dataclasses.asdict(evidence), "check": "relevance" if evidence.abstain else (
+                      answerable[0].check if answerable is not None else "relevance")},
+                  "answerability": answerable[0].as_dict() if answerable is not None else None,
                   "generator": generator_name, "prompt_version": prompt_version,
                   "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
                   "context_tokens": context.tokens, "invalid_citations": list(written.invalid),
@@ -733,14 +745,34 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                   query_id=query_id, log=line, calculation=written.calculation if cited else None)
 
 
+def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
+                threshold: float) -> tuple[Judgement, float]:
+    """The answerability checks (answer/answerable.py) over the first candidates, with the collection's document
+    frequencies of the question's words; and the milliseconds they took."""
+    started = time.perf_counter()
+    s = col.settings
+    terms = content_stems(question)
+    with col.store.tenant(col.tenant) as conn:
+        row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id, "terms": terms}).fetchone()
+    chunks, dfs = (int(row[0]), dict(row[1])) if row else (0, {})
+    limits = Limits(min_coverage=s.answerable_min_coverage, max_missing_idf=s.answerable_max_missing_idf,
+                    min_phrases=s.answerable_min_phrases)
+    judged = judge_answerable(question, ranked, dfs, max(chunks, 1), rerank_threshold=threshold, reranked=reranked,
+                              limits=limits)
+    return judged, (time.perf_counter() - started) * 1000
+
+
 def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
-                threshold: float) -> _Written:
+                threshold: float, supported: set[uuid.UUID] | None = None) -> _Written:
     """The context's best sentences, each with its marker. After a rerank only chunks the cross-encoder itself
-    judged relevant enough may be quoted, and it scores the sentences."""
+    judged relevant enough may be quoted, and it scores the sentences; when the answerability checks ran, only the
+    chunks that passed them (`supported`)."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     quotable = [c for c in context if c.rerank_score is not None
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
+    if supported is not None:
+        quotable = [c for c in quotable if c.chunk_id in supported]
     calc = compute(question, quotable)
     if isinstance(calc, Calculation):
         checked = check(calc.sentence(), context)

@@ -42,7 +42,8 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("share", re.compile(r"\bas\s+an?\s+(?:percentage|proportion|share|fraction)\s+of\b"
                          r"|\b(?:percentage|proportion|share)\s+of\b.+\b(?:in|to|of)\b(?:\s+the)?\s+total\b",
                          re.IGNORECASE)),
-    ("sum", re.compile(r"\bsum\s+of\b|\bcombined\b|\baltogether\b|\bin\s+total\s*(?:[?.,;]|$)|\btotal\s+of\b", re.IGNORECASE)),
+    ("sum", re.compile(r"\bsum\s+of\b|\bcombined\b|\baltogether\b|\bin\s+total\s*(?:[?.,;]|$)|\btotal\s+of\b",
+                       re.IGNORECASE)),
     ("change", re.compile(r"\b(?:change[sd]?|increase[sd]?|decrease[sd]?|difference|differ|grow|grew|growth|"
                           r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b", re.IGNORECASE)),
 )
@@ -106,7 +107,7 @@ def parse_number(cell: str) -> float | None:
     text = re.sub("[$\u20ac\u00a3\u00a5\\s]", "", cell.strip().replace("\u2212", "-"))
     if not text or not _NUMBER.match(text) or not any(ch.isdigit() for ch in text):
         return None
-    negative = text.startswith("(") and text.endswith(")") or "-" in text
+    negative = (text.startswith("(") and text.endswith(")")) or "-" in text
     digits = re.sub(r"[^\d.]", "", text)
     try:
         value = float(digits)
@@ -261,8 +262,11 @@ def _in_table(op: str, question: str, qwords: set[str], periods: list[tuple[str,
     return _aggregate(op, ops, chunk)
 
 
+_Quote = tuple[tuple[str, Candidate], ...]
+
+
 def _across_rows(op: str, question: str, header: Sequence[str], matched: list[tuple[float, _Row]],
-                 columns: list[int], chunk: Candidate, quote: tuple[tuple[str, Candidate], ...]) -> Calculation | Refusal:
+                 columns: list[int], chunk: Candidate, quote: _Quote) -> Calculation | Refusal:
     if len(matched) < 2:
         return Refusal(op, "it needs two rows and the question names one", quote)
     first, second = _in_order(question, [r for _, r in matched[:2]])

@@ -304,8 +304,9 @@ def _arithmetic(answered: Sequence[Asked], dataset: EvalSet) -> dict[str, Any]:
     share answered by quotes alone (neither a computation nor a stated refusal to compute)."""
     if not answered:
         return {}
-    computed = [a for a in answered if a.calculation and "result" in a.calculation]
-    exact = [a for a in computed if _exact(float(a.calculation["result"]), dataset.answers.get(a.qid, ()))]
+    results = {a.qid: float(a.calculation["result"]) for a in answered if a.calculation and "result" in a.calculation}
+    computed = [a for a in answered if a.qid in results]
+    exact = [a for a in computed if _exact(results[a.qid], dataset.answers.get(a.qid, ()))]
     return {"arithmetic_answered": len(answered), "arithmetic_computed": len(computed) / len(answered),
             "arithmetic_exact": len(exact) / len(computed) if computed else 0.0,
             "arithmetic_quotes_only": sum(not a.calculation for a in answered) / len(answered)}
