@@ -138,3 +138,19 @@ def test_ingest_shows_each_failed_item_and_reports_progress_without_a_terminal(c
     failed = [line.strip() for line in human.stdout.splitlines() if line.strip().startswith("failed")]
     assert len(failed) == 2 and any("broken.pdf [corrupt_document]: " in line for line in failed), human.stdout
     assert not [line for line in human.stderr.splitlines() if line.startswith("ragd: ")]
+
+
+def test_a_file_of_many_records_reports_progress_while_it_is_read(cli_env: dict[str, str], name: str,
+                                                                  tmp_path: Path) -> None:
+    """One JSONL file of 1,200 records is one item of the run: progress names the records read so far, so a long
+    ingest before an eval's questions is not silent."""
+    records = tmp_path / "corpus.jsonl"
+    records.write_text("".join(json.dumps({"_id": f"r{i}", "text": f"Record {i} is about heat pump model {i}."})
+                               + "\n" for i in range(1200)))
+    result = run_cli(["ingest", str(records), "-c", name, "--json", "--embedder", "hash"],
+                     {**cli_env, "RAGD_PROGRESS_INTERVAL_S": "0"})
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("ragd: ingest 0/1 ")]
+    assert any(line.endswith("; corpus.jsonl: 500 records") for line in notes), result.stderr
+    assert any(line.endswith("; corpus.jsonl: 1000 records") for line in notes), result.stderr
+    assert json.loads(result.stdout)["counts"]["ingested"] == 1200

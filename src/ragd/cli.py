@@ -58,7 +58,7 @@ class LineProgress:
         self.started: dict[str, float] = {}
         self.last: dict[str, float] = {}
 
-    def update(self, stage: str, done: int, total: int | None) -> None:
+    def update(self, stage: str, done: int, total: int | None, note: str = "") -> None:
         now = time.monotonic()
         start = self.started.setdefault(stage, now)
         finished = total is not None and done >= total
@@ -70,7 +70,7 @@ class LineProgress:
         rate = done / (now - start) if now > start else 0.0
         left = f", {_duration((total - done) / rate)} left" if total and rate and not finished else ""
         click.echo(f"ragd: {stage} {done}/{total if total is not None else '?'} ({rate:.1f}/s{left}, "
-                   f"{_duration(now - start)} so far)", err=True)
+                   f"{_duration(now - start)} so far){f'; {note}' if note else ''}", err=True)
 
 
 def _duration(seconds: float) -> str:
@@ -208,7 +208,7 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
         def on_progress(done: int, total: int, label: str) -> None:
             progress.update(task, completed=done, total=total, description=label[-40:])
             if not live:
-                lines.update("ingest", done, total)
+                lines.update("ingest", done, total, label if label.endswith(" records") else "")
 
         report = col.ingest(list(paths), tags=tag_list, options=options,
                             duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
@@ -422,10 +422,10 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
                   TimeElapsedColumn(), console=err, transient=True, disable=not live) as progress:
         task = progress.add_task("", total=None, stage="eval")
 
-        def on_progress(stage: str, done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total, stage=stage)
+        def on_progress(stage: str, done: int, total: int, note: str = "") -> None:
+            progress.update(task, completed=done, total=total, stage=f"{stage} {note}".strip())
             if not live:
-                lines.update(stage, done, total)
+                lines.update(stage, done, total, note)
 
         result = evaluate(client, full.head(max_queries), names, collection=collection, tenant=tenant,
                           depth=depth, on_progress=on_progress) if names else None

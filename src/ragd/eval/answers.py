@@ -191,7 +191,7 @@ class AnswerReport:
 def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = None, tenant: str | None = None,
                      k: int = 12, calibrate: bool = True, min_answered: float = MIN_ANSWERED,
                      max_queries: int | None = None,
-                     on_progress: Callable[[str, int, int], None] | None = None) -> AnswerReport:
+                     on_progress: Callable[..., None] | None = None) -> AnswerReport:
     split = scope_split(dataset)
     if not split.in_scope or not split.out_of_scope:
         raise InvalidRequest(f"{dataset.name}: answer evaluation needs both in-scope and out-of-scope questions")
@@ -203,7 +203,7 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
         name = collection or f"eval-{dataset.name}-scope-{embedder.name}"
         col = client.collection(name, tenant=tenant)
         col.ingest(documents=split.documents, duplicates="keep", near_duplicates=1.0,
-                   on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
+                   on_progress=(lambda d, t, note: on_progress("ingest", d, t, note)) if on_progress else None)
     else:
         if not collection:
             raise InvalidRequest("a questions file is evaluated against an existing collection: pass --collection")

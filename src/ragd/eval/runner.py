@@ -138,7 +138,7 @@ class EvalReport:
 
 def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection: str | None = None,
              tenant: str | None = None, depth: int = 100,
-             on_progress: Callable[[str, int, int], None] | None = None) -> EvalReport:
+             on_progress: Callable[..., None] | None = None) -> EvalReport:
     """Ingest the set's corpus (idempotently: unchanged documents are no-ops and embeddings come from the
     cache), then run every plan over every query."""
     for name in plans:
@@ -150,7 +150,7 @@ def evaluate(client: Any, dataset: EvalSet, plans: Sequence[str], *, collection:
         # a benchmark corpus goes in as published: its duplicates and near-duplicates may be judged documents
         report = col.ingest([dataset.corpus] if dataset.corpus else [], documents=dataset.documents,
                             duplicates="keep", near_duplicates=1.0,
-                            on_progress=(lambda d, t, _: on_progress("ingest", d, t)) if on_progress else None)
+                            on_progress=(lambda d, t, note: on_progress("ingest", d, t, note)) if on_progress else None)
         ingest: dict[str, Any] = {"seconds": round(report.seconds, 2), "embedded": report.embedded,
                                   "cache_hits": report.cache_hits, **{s: report.count(s) for s in ITEM_STATUSES},
                                   "failed_items": [{"item": i.external_id or i.source_uri, "code": i.error_code,

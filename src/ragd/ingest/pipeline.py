@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 Progress = Callable[[int, int, str], None]
+PROGRESS_RECORDS = 500  # a file of records (JSONL, CSV, mbox) reports progress every this many documents
 Duplicates = Literal["skip", "keep"]
 # A batch is one transaction: it is committed once it holds BATCH_DOCS documents or BATCH_CHUNKS chunks. Larger
 # batches of small documents cost the server less (each batch upserts every term it contains once); the chunk
@@ -898,11 +899,13 @@ def run_ingest(
                 add(src, str(src).split(":")[0])
             else:
                 name = named.get(src.resolve())
-                for doc in extracted:
+                for count, doc in enumerate(extracted, start=1):
                     if name is not None:
                         doc = _renamed(doc, src.resolve(), name)
                     # a failure names the path as walked, not a link's target
                     add(doc, f"upload:{name}" if name is not None else src.absolute().as_uri())
+                    if on_progress and count % PROGRESS_RECORDS == 0:  # a file of many records shows it moves
+                        on_progress(done - 1, total, f"{_display(Path(src.name))}: {count} records")
             if on_progress:
                 on_progress(done, total, _display(Path(src.name)) if isinstance(src, Path) else "")
         for done, doc in enumerate(extra, start=len(sources) + 1):
