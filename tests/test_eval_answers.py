@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from ragd.eval.answers import choose, contains_answer, halves, normalise, scope_
 from ragd.eval.datasets import load_squad
 
 from .conftest import DATA, run_cli
+from .fakes import JsonService, serving
 
 SQUAD = DATA / "qa" / "squad2" / "dev-v2.0-first16.json"
 
@@ -85,3 +87,31 @@ def test_ragd_eval_answers_on_real_squad_articles(tmp_path: Path, cli_env: dict[
     gate = run_cli(["eval", str(path), "--answers", "--max-queries", "16", "--no-calibrate",
                     "--fail-under", "answers:abstain_f1=1.01"], cli_env)
     assert gate.returncode == 5 and "answers abstain_f1 =" in gate.stderr
+
+
+class _DownLLM(JsonService):
+    """An OpenAI-compatible API that fails every request (as a service does in an outage)."""
+
+    def answer(self, body: Any) -> None:
+        self.send_json(500, {"error": {"message": "internal error"}})
+
+
+def test_a_question_that_fails_is_reported_and_the_others_are_measured(tmp_path: Path,
+                                                                       cli_env: dict[str, str]) -> None:
+    data = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
+    path = tmp_path / "squad-subset.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [
+        {"title": a["title"], "paragraphs": a["paragraphs"][:2]} for a in data[:4]]}))
+    with serving(_DownLLM) as url:
+        env = {**cli_env, "RAGD_GENERATOR": "openai:down", "RAGD_LLM_BASE_URL": f"{url}/v1",
+               "RAGD_LLM_API_KEY": "k", "RAGD_LLM_MAX_RETRIES": "0"}
+        result = run_cli(["eval", str(path), "--answers", "--max-queries", "24", "--no-calibrate", "--json"], env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["answers"]
+    failed = report["failed"]
+    assert failed and all(reason.startswith("llm_unavailable: ") for reason in failed.values())
+    parts = report["parts"]
+    assert parts["calibration"]["failed"] + parts["held_out"]["failed"] == len(failed)
+    # what did not need the generator (the abstentions) is still measured
+    assert parts["calibration"]["questions"] + parts["held_out"]["questions"] == 24 - len(failed) > 0
+    assert f"{len(failed)} questions failed and are not scored" in result.stderr

@@ -447,6 +447,10 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         if answered:
             _print_answers(answered, full.name)
         out.print("written: " + ", ".join(outputs.values()))
+    if answered and answered.failed:
+        first = next(iter(answered.failed.values()))
+        err.print(f"[yellow]warning:[/] {len(answered.failed)} questions failed and are not scored (first: "
+                  f"{first})", markup=True)
     failures = []
     for plan, metric, floor in gates:
         if plan == "answers":
@@ -522,7 +526,7 @@ def _print_eval(result: Any, outputs: dict[str, str]) -> None:
 
 ANSWER_COLUMNS = ("questions", "abstain_precision", "abstain_recall", "abstain_f1", "answered",
                   "adversarial_abstained", "answer_recall", "token_f1", "citation_precision", "citation_recall",
-                  "at_most_3_pieces")
+                  "wrong_document_answers", "at_most_3_pieces")
 
 
 def _print_answers(report: Any, dataset: str) -> None:
@@ -546,6 +550,12 @@ def _print_answers(report: Any, dataset: str) -> None:
     stages = report.parts["held_out"]["stages_ms"]
     out.print("held-out stages p50/p95 ms: " + ", ".join(f"{s} {v['p50']:.0f}/{v['p95']:.0f}"
                                                          for s, v in stages.items()))
+    for part, values in report.parts.items():
+        if values.get("arithmetic_answered"):
+            out.print(f"{part} arithmetic questions answered: {values['arithmetic_answered']}, with a computation "
+                      f"{values['arithmetic_computed']:.3f}, exact {values['arithmetic_exact']:.3f}, by quotes alone "
+                      f"{values['arithmetic_quotes_only']:.3f}")
+
 
 
 # -- conformance ---------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any
 from ..answer.abstain import judge
 from ..embed import make_embedder
 from ..engine import Collection, ask, retrieve
-from ..errors import InvalidRequest
+from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
 from .datasets import EvalSet
 from .runner import external_ids, percentile
 
@@ -182,10 +182,11 @@ class AnswerReport:
     thresholds: dict[str, Any]
     parts: dict[str, dict[str, Any]]
     asked: list[Asked] = field(repr=False, default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # question id -> the error that ended its ask
 
     def as_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "split": self.split, "thresholds": self.thresholds,
-                "parts": self.parts}
+                "parts": self.parts, "failed": self.failed}
 
 
 def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = None, tenant: str | None = None,
@@ -218,10 +219,19 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
     reranking = s.reranker != "none"
     asked: list[Asked] = []
     external = external_ids(col)
+    failed: dict[str, str] = {}
     for n, qid in enumerate(qids, start=1):
         started = time.perf_counter()
-        result = ask(dataset.queries[qid], col.plan(k, None, rerank=reranking), col, debug=True,
-                     abstain_thresholds=(float(thresholds["rerank"]), float(thresholds["rrf"])))
+        try:
+            result = ask(dataset.queries[qid], col.plan(k, None, rerank=reranking), col, debug=True,
+                         abstain_thresholds=(float(thresholds["rerank"]), float(thresholds["rrf"])))
+        except RagdError as exc:  # one question's failure (an LLM API down) is reported; the others are measured
+            if isinstance(exc, DatabaseUnavailable):
+                raise
+            failed[qid] = f"{exc.code}: {exc}"
+            if on_progress:
+                on_progress("answers", n, len(qids))
+            continue
         debug = result.debug or {}
         asked.append(Asked(qid, kinds[qid], result.abstained, result.answer,
                            [external.get(c["doc_id"], c["doc_id"]) for c in result.citations],
@@ -230,8 +240,9 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
                            str((debug.get("evidence") or {}).get("check", ""))))
         if on_progress:
             on_progress("answers", n, len(qids))
-    parts = {"calibration": _score(asked, set(cal), dataset), "held_out": _score(asked, set(held), dataset)}
-    return AnswerReport(collection=col.name, thresholds=thresholds, parts=parts, asked=asked,
+    parts = {name: {**_score(asked, set(part), dataset), "failed": sum(q in failed for q in part)}
+             for name, part in (("calibration", cal), ("held_out", held))}
+    return AnswerReport(collection=col.name, thresholds=thresholds, parts=parts, asked=asked, failed=failed,
                         split={"documents": len(split.documents), "groups_in_scope": split.groups_in,
                                "groups_out_of_scope": split.groups_out, "in_scope": len(split.in_scope),
                                "out_of_scope": len(split.out_of_scope), "adversarial": len(split.adversarial),
