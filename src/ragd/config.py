@@ -65,13 +65,13 @@ class Settings(BaseSettings):
     # score (k = 60) of the first candidates, from their ranks in both legs
     abstain_rerank_threshold: float = Field(default=0.15, ge=0.0, le=1.0)
     abstain_rrf_threshold: float = Field(default=0.030, ge=0.0, le=1.0)
-    # answerability beyond relevance (answer/answerable.py): the evidence must hold the question's years and
-    # quoted terms, this idf-weighted share of its words, no word rarer than the idf bound missing, and this
-    # share of its word pairs together; off: relevance alone decides
+    # answerability beyond relevance (answer/answerable.py): the evidence must hold the question's years, quoted
+    # terms and names, an answer of the kind asked, this idf-weighted share of its words and this share of its
+    # word pairs together (where several sources compete; else the single-source coverage); off: relevance alone
     answerable: bool = True
     answerable_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
-    answerable_max_missing_idf: float = Field(default=4.0, gt=0.0)
     answerable_min_phrases: float = Field(default=0.5, ge=0.0, le=1.0)
+    answerable_single_source_coverage: float = Field(default=0.4, ge=0.0, le=1.0)
     # the answer writer: extractive (offline, the default), openai:MODEL, anthropic:MODEL or gguf:PATH
     generator: str = "extractive"
     llm_base_url: str | None = None  # default: the provider's own API (openai, anthropic)

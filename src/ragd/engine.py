@@ -521,7 +521,11 @@ def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
     title = raw.get("title")
     kind = str(raw.get("source_type") or "text")
     body = markdown_blocks(text) if kind == "markdown" else text_blocks(text)
-    blocks = ([Block("heading", str(title), level=1)] if title else []) + body
+    if kind == "markdown" and not title:  # as a Markdown file: its first heading is its title
+        title = next((b.text for b in body if b.type == "heading"), None)
+    elif title:
+        body = [Block("heading", str(title), level=1), *body]
+    blocks = body
     return ExtractedDocument(external_id=str(rid), source_uri=str(raw.get("source_uri") or f"memory:{rid}"),
                              source_type=kind, title=str(title) if title else None, blocks=tuple(blocks),
                              tags=tuple(raw.get("tags") or ()), metadata=dict(raw.get("metadata") or {}))
@@ -750,16 +754,24 @@ def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, rer
     """The answerability checks (answer/answerable.py) over the first candidates, with the collection's document
     frequencies of the question's words; and the milliseconds they took."""
     started = time.perf_counter()
-    s = col.settings
-    terms = content_stems(question)
-    with col.store.tenant(col.tenant) as conn:
-        row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id, "terms": terms}).fetchone()
-    chunks, dfs = (int(row[0]), dict(row[1])) if row else (0, {})
-    limits = Limits(min_coverage=s.answerable_min_coverage, max_missing_idf=s.answerable_max_missing_idf,
-                    min_phrases=s.answerable_min_phrases)
-    judged = judge_answerable(question, ranked, dfs, max(chunks, 1), rerank_threshold=threshold, reranked=reranked,
-                              limits=limits)
+    dfs, chunks = answer_terms(question, col)
+    judged = judge_answerable(question, ranked, dfs, chunks, rerank_threshold=threshold, reranked=reranked,
+                              limits=answer_limits(col.settings))
     return judged, (time.perf_counter() - started) * 1000
+
+
+def answer_terms(question: str, col: Collection) -> tuple[dict[str, int], int]:
+    """The collection's document frequency of each content word of the question (absent: not held), and its
+    chunk count (at least 1)."""
+    with col.store.tenant(col.tenant) as conn:
+        row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id,
+                                              "terms": content_stems(question)}).fetchone()
+    return (dict(row[1]), max(int(row[0]), 1)) if row else ({}, 1)
+
+
+def answer_limits(s: Settings) -> Limits:
+    return Limits(min_coverage=s.answerable_min_coverage, min_phrases=s.answerable_min_phrases,
+                  single_source_coverage=s.answerable_single_source_coverage)
 
 
 def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,

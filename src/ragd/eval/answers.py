@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..answer.abstain import judge
+from ..answer.answerable import judge as judge_answerable
 from ..embed import make_embedder
-from ..engine import Collection, ask, retrieve
+from ..engine import Collection, answer_limits, answer_terms, ask, retrieve
 from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
+from ..rerank import probability
+from ..types import Candidate
 from .datasets import EvalSet
 from .runner import external_ids, percentile
 
@@ -112,12 +115,27 @@ class Signals:
 
 def signals(question: str, col: Collection, k: int) -> Signals:
     """Both evidence signals of one question from one reranked retrieval: the fused order is the candidates
-    sorted back by their fused score."""
+    sorted back by their fused score. With the answerability checks on, each signal is the highest threshold at
+    which the question is still answered: the checks look only at candidates above the rerank threshold, so the
+    rerank signal is the best candidate probability at which they pass (0 when they pass at none)."""
     info: dict[str, Any] = {}
     ranked = retrieve(question, col.plan(k, None, rerank=True), col, debug=info)
     fused = sorted(ranked, key=lambda c: (-(c.fused_score if c.fused_score is not None else c.score), c.sort_key))
     rrf = judge(fused, reranked=False).score
     rr = judge(ranked, reranked=True).score if info.get("reranker_used") else None
+    if col.settings.answerable:
+        dfs, chunks = answer_terms(question, col)
+        limits = answer_limits(col.settings)
+
+        def answered(candidates: Sequence[Candidate], threshold: float, reranked: bool) -> bool:
+            return not judge_answerable(question, candidates, dfs, chunks, rerank_threshold=threshold,
+                                        reranked=reranked, limits=limits).abstain
+
+        rrf = rrf if answered(fused, 0.0, False) else 0.0
+        if rr is not None:
+            probabilities = sorted({probability(c.rerank_score) for c in ranked[: limits.look]
+                                    if c.rerank_score is not None}, reverse=True)
+            rr = round(next((p for p in probabilities if answered(ranked, p, True)), 0.0), 6)
     return Signals(rr, rrf)
 
 

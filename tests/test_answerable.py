@@ -1,0 +1,127 @@
+"""Answerability beyond relevance (issue 30, item 1): on look-alike documents the evidence must answer *this*
+question: its years, quoted terms and names, an answer of the kind asked, its words and their pairs. The
+end-to-end case is generated with exact truth: one policy for many countries, half of them ingested."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import ragd
+from ragd.answer.answerable import (
+    Limits,
+    Passage,
+    answer_type,
+    check,
+    constraints,
+    content_stems,
+    folded,
+    judge,
+    phrases,
+)
+from ragd.types import Candidate
+
+
+def _c(i: int, text: str, title: str | None = None, kind: str = "paragraph", p: float = 0.9) -> Candidate:
+    import math
+
+    return Candidate(chunk_id=uuid.UUID(int=i), doc_id=uuid.UUID(int=100 + i), doc_version_id=uuid.UUID(int=i),
+                     chunk_index=0, content=text, title=title, chunk_type=kind, rerank_score=math.log(p / (1 - p)))
+
+
+def test_what_a_question_pins_down() -> None:
+    assert constraints("What was Old Briton's response to Celeron in 1749 and \"the raid\"?") == [
+        "1749", "the raid", "Old", "Briton", "Celeron"]
+    assert constraints("Who did the Ottoman empire ally with in WW I?") == ["Ottoman"]  # "WW" is too short
+    assert folded("Skłodowska-Curie, Céloron") == "sklodowska-curie, celoron"
+    # framing words ("how many", "change", "highest") are not what the evidence must say
+    assert content_stems("How long did the change in net receivables take in which year was it highest?") == [
+        "net", "receiv", "take"]
+    assert phrases("What was the change in Other miscellaneous assets between 2018 and 2019?") == [
+        ("miscellan", "asset")]
+    assert [answer_type(q) for q in ("How many beds are there?", "When did it open?", "In which year was it?",
+                                     "Who founded it?", "What is the policy?")] == [
+        "number", "date", "date", "name", None]
+
+
+def test_a_table_holds_a_pair_in_a_row_or_a_row_and_its_header() -> None:
+    table = Passage.of(_c(1, " | 2019 | 2018\nNet receivables | 10 | 8\nOther assets | 3 | 4", kind="table"))
+    prose = Passage.of(_c(2, "Receivables were net of allowances. Other current assets grew."))
+    assert ("net", "receiv") in table.pairs and ("2019", "receiv") in table.pairs
+    assert ("net", "receiv") in prose.pairs  # "receivables were net": near, in either order
+    assert ("receiv", "asset") not in prose.pairs  # another sentence
+
+
+def test_each_check_decides_and_says_what_was_missing() -> None:
+    dfs, n = {"liquid": 1, "revenu": 30, "total": 40}, 100
+    revenue = _c(1, "Total revenue was 5,120 in 2019 and 4,800 in 2018.", title="Acme annual report")
+    other = _c(2, "Total revenue was 3,100 in 2019.", title="Globex annual report")
+    limits = Limits()
+    ok = check("What was the total revenue of Acme in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    assert ok.passed and ok.coverage == 1.0
+    year = check("What was the total revenue in 2016?", Passage.of(revenue), "1", dfs, n, limits)
+    assert not year.passed and year.missing == ("2016",)
+    name = check("What was the total revenue of Initech in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    assert not name.passed and "Initech" in name.missing
+    words = check("What was total liquidity in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    assert not words.passed and words.coverage < 0.5
+    # two sources compete: the strict checks apply and name the check that decided
+    judged = judge("What was total liquidity in 2019?", [revenue, other], dfs, n, rerank_threshold=0.15,
+                   reranked=True)
+    assert judged.abstain and judged.check == "coverage" and judged.reason.startswith("not enough evidence")
+    assert judge("What was the total revenue of Acme in 2016?", [revenue, other], dfs, n, rerank_threshold=0.15,
+                 reranked=True).check == "constraints"
+    passed = judge("What was the total revenue of Acme in 2019?", [other, revenue], dfs, n, rerank_threshold=0.15,
+                   reranked=True)
+    assert not passed.abstain and passed.evidence == (revenue,)  # only what passed may be quoted
+    # below the rerank threshold a candidate is not evidence at all
+    weak = _c(3, "Total revenue of Acme was 5,120 in 2019.", title="Acme annual report", p=0.05)
+    assert judge("What was the total revenue of Acme in 2019?", [weak], dfs, n, rerank_threshold=0.15,
+                 reranked=True).check == "relevance"
+    assert judge("How many offices does Acme have?", [revenue], dfs, n, rerank_threshold=0.15,
+                 reranked=True).check == "answerable"  # a figure is there
+    assert judge("Who is the chief executive of Acme?", [_c(4, "the board meets monthly.", title="acme")], dfs, n,
+                 rerank_threshold=0.15, reranked=True, limits=Limits(names=False)).check == "answer_type"
+
+
+COMPANIES = ["Acme", "Borealis", "Cobalt", "Dunmore", "Everlake", "Fairhaven", "Granite", "Halcyon", "Ironwood",
+             "Juniper", "Kestrel", "Lumen"]
+
+
+def _report(rng: random.Random, company: str) -> tuple[dict[str, str], dict[str, int]]:
+    """One company's annual report, as every other company's but for its figures: the name is in the title
+    only, as in a report's running header."""
+    figures = {"revenue": rng.randrange(1000, 9000), "income": rng.randrange(100, 900),
+               "staff": rng.randrange(50, 5000)}
+    text = "\n\n".join([
+        "## Results of operations", "Our results for the year were as follows:",
+        "| | 2019 | 2018 |\n| --- | --- | --- |\n"
+        f"| Net revenue | {figures['revenue']:,} | {figures['revenue'] - 250:,} |\n"
+        f"| Operating income | {figures['income']:,} | {figures['income'] - 40:,} |",
+        f"At year end the company employed {figures['staff']:,} people."])
+    return ({"id": f"report-{company}", "title": f"{company} annual report 2019", "text": text,
+             "source_type": "markdown"}, figures)
+
+
+def test_questions_about_a_company_not_in_the_collection_are_abstained_on(client: ragd.Ragd, name: str) -> None:
+    rng = random.Random(30)
+    reports = {company: _report(rng, company) for company in COMPANIES}
+    ingested = COMPANIES[::2]
+    col = client.collection(name)
+    col.ingest(documents=[reports[c][0] for c in ingested])
+    answered_right, decided = 0, []
+    for company in COMPANIES:
+        answer = col.ask(f"What was the net revenue of {company} in 2019?", debug=True)
+        assert answer.debug is not None
+        if company in ingested:
+            cited = {c["title"] for c in answer.citations}
+            answered_right += (not answer.abstained and f"{reports[company][1]['revenue']:,}" in answer.answer
+                               and cited == {f"{company} annual report 2019"})
+        else:
+            assert answer.abstained, (company, answer.answer)
+            decided.append(answer.debug["evidence"]["check"])
+            if decided[-1] == "constraints":
+                assert f"no passage says {company}" in answer.debug["answerability"]["reason"]
+    # the checks take nothing away from the questions the collection answers
+    assert answered_right == len(ingested)
+    assert set(decided) <= {"relevance", "constraints"}, decided
