@@ -125,3 +125,10 @@ def test_questions_about_a_company_not_in_the_collection_are_abstained_on(client
     # the checks take nothing away from the questions the collection answers
     assert answered_right == len(ingested)
     assert set(decided) <= {"relevance", "constraints"}, decided
+    # a year the reports do not cover: the closest passages are shown as not enough evidence, with what they lack
+    answer = col.ask("What was the net revenue of Acme in 2016?", debug=True)
+    assert answer.abstained and answer.citations == () and answer.debug is not None
+    assert answer.debug["evidence"]["check"] == "constraints"
+    assert answer.reason == "not enough evidence: no passage says 2016"
+    assert answer.closest and answer.closest[0]["title"] == "Acme annual report 2019"
+    assert "2016" in answer.closest[0]["missing"]

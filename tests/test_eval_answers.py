@@ -87,6 +87,9 @@ def test_ragd_eval_answers_on_real_squad_articles(tmp_path: Path, cli_env: dict[
     gate = run_cli(["eval", str(path), "--answers", "--max-queries", "16", "--no-calibrate",
                     "--fail-under", "answers:abstain_f1=1.01"], cli_env)
     assert gate.returncode == 5 and "answers abstain_f1 =" in gate.stderr
+    over = run_cli(["eval", str(path), "--answers", "--max-queries", "16", "--no-calibrate",
+                    "--fail-over", "answers:wrong_document_answers=-0.01"], cli_env)
+    assert over.returncode == 5 and "answers wrong_document_answers = " in over.stderr and "> -0.01" in over.stderr
 
 
 class _DownLLM(JsonService):

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -320,6 +321,11 @@ def ask(question: str, collection: str | None, tenant: str | None, k: int, filte
     out.print(answer.answer, markup=False)
     for n, c in enumerate(answer.citations, start=1):
         out.print(f"[dim][{n}] {c['title'] or ''} ({c['version_label']}) chunk:{c['chunk_id']}[/]")
+    if answer.reason:
+        out.print(f"[dim]{escape(answer.reason)}; the closest passages:[/]")
+        for c in answer.closest:
+            out.print(f"[dim]  {escape(c['title'] or '')} ({c['version_label']}) chunk:{c['chunk_id']}, lacks "
+                      f"{escape(', '.join(c['missing']))}[/]")
     if debug:
         out.print_json(json.dumps(answer.debug, default=_json_default))
 
@@ -391,6 +397,9 @@ QUALITY_EXIT = 5
 @click.option("--fail-under", multiple=True, metavar="PLAN:METRIC=VALUE",
               help="Exit 5 when a plan scores below the value, e.g. lexical:ndcg@10=0.67; answers:abstain_f1=0.8 "
                    "gates the held-out answer figures (repeatable).")
+@click.option("--fail-over", multiple=True, metavar="PLAN:METRIC=VALUE",
+              help="Exit 5 when a figure where lower is better is above the value, e.g. "
+                   "answers:wrong_document_answers=0.2 (repeatable).")
 @click.option("--answers", is_flag=True,
               help="Also evaluate answers: calibrate abstention on a scope split, then ask every question.")
 @click.option("--calibrate/--no-calibrate", default=True, show_default=True,
@@ -400,7 +409,8 @@ QUALITY_EXIT = 5
 @click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
 @handle_errors
 def eval_command(path: Path, plans: str | None, collection: str | None, tenant: str | None, embedder: str | None,
-                 depth: int, out_dir: Path | None, max_queries: int | None, fail_under: Sequence[str], answers: bool,
+                 depth: int, out_dir: Path | None, max_queries: int | None, fail_under: Sequence[str],
+                 fail_over: Sequence[str], answers: bool,
                  calibrate: bool, min_answered: float, as_json: bool) -> None:
     """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
     ragd questions JSONL file (against --collection); with --answers, answer quality and calibrated abstention."""
@@ -409,7 +419,8 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
     from .eval.datasets import load
     from .eval.runner import evaluate
 
-    gates = [_parse_gate(g) for g in fail_under]
+    gates = [(*_parse_gate(g), "under") for g in fail_under] + [(*_parse_gate(g, "--fail-over"), "over")
+                                                                for g in fail_over]
     plans = plans if plans is not None else ("" if answers else "lexical,vector,rrf,weighted")
     names = [p.strip() for p in plans.split(",") if p.strip()]
     if not names and not answers:
@@ -452,31 +463,31 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         err.print(f"[yellow]warning:[/] {len(answered.failed)} questions failed and are not scored (first: "
                   f"{first})", markup=True)
     failures = []
-    for plan, metric, floor in gates:
+    for plan, metric, bound, direction in gates:
         if plan == "answers":
             if answered is None:
-                raise InvalidRequest("--fail-under answers:… needs --answers")
+                raise InvalidRequest("a gate on answers:… needs --answers")
             value = answered.parts["held_out"].get(metric)
         elif result is None or plan not in result.plans:
-            raise InvalidRequest(f"--fail-under names plan {plan!r}, which was not run (--plans {plans})")
+            raise InvalidRequest(f"a gate names plan {plan!r}, which was not run (--plans {plans})")
         else:
             value = result.plans[plan].metrics.get(metric)
         if not isinstance(value, float | int):
-            raise InvalidRequest(f"--fail-under names unknown metric {metric!r}")
-        if value < floor:
-            failures.append(f"{plan} {metric} = {value:.4f} < {floor}")
+            raise InvalidRequest(f"a gate names unknown metric {metric!r}")
+        if value < bound if direction == "under" else value > bound:
+            failures.append(f"{plan} {metric} = {value:.4f} {'<' if direction == 'under' else '>'} {bound}")
     if failures:
         click.echo("quality gate failed: " + "; ".join(failures), err=True)
         sys.exit(QUALITY_EXIT)
 
 
-def _parse_gate(text: str) -> tuple[str, str, float]:
+def _parse_gate(text: str, option: str = "--fail-under") -> tuple[str, str, float]:
     plan, _, rest = text.partition(":")
     metric, _, value = rest.partition("=")
     try:
         return plan, metric, float(value)
     except ValueError as exc:
-        raise InvalidRequest(f"--fail-under {text!r}: expected PLAN:METRIC=VALUE, e.g. lexical:ndcg@10=0.67") from exc
+        raise InvalidRequest(f"{option} {text!r}: expected PLAN:METRIC=VALUE, e.g. lexical:ndcg@10=0.67") from exc
 
 
 def _print_eval(result: Any, outputs: dict[str, str]) -> None:

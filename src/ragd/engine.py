@@ -745,8 +745,14 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                           question, (time.perf_counter() - started) * 1000, generator, written.completion)
     if emit_log and QUERY_LOG.isEnabledFor(logging.INFO):
         QUERY_LOG.info(json.dumps(line))
+    closest: tuple[dict[str, Any], ...] = ()
+    if answerable is not None and answerable[0].abstain and not cited:
+        lacks = {c.chunk_id: c.missing for c in answerable[0].checks}
+        closest = tuple({**citation(c), "missing": list(lacks[str(c.chunk_id)])} for c in ranked
+                        if str(c.chunk_id) in lacks)[:3]
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
-                  query_id=query_id, log=line, calculation=written.calculation if cited else None)
+                  query_id=query_id, log=line, calculation=written.calculation if cited else None,
+                  reason=answerable[0].reason if answerable is not None and closest else None, closest=closest)
 
 
 def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,

@@ -278,6 +278,10 @@ class Answer:
     # table arithmetic (see answer.arithmetic): {"operation", "result", "formula", "unit", "chunk_id", "operands"}
     # when the answer is a computation, {"operation", "refused": reason} when one was asked for and not done
     calculation: dict[str, Any] | None = None
+    # an abstention of the answerability checks: why ("not enough evidence: no passage says 2016"), and the closest
+    # passages (citations, each with what it lacks), to show as "not enough evidence"
+    reason: str | None = None
+    closest: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,
