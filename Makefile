@@ -13,6 +13,12 @@ SQUAD ?= ../shared/data/qa/squad2/dev-v2.0-first16.json
 # abstain F1 0.978, answered 0.940, answer recall 0.936, citation precision 0.862: floors a few points below.
 ANSWER_GATES ?= --fail-under answers:abstain_f1=0.93 --fail-under answers:answered=0.88 \
 	--fail-under answers:answer_recall=0.85 --fail-under answers:citation_precision=0.80
+TATQA ?= ../shared/data/qa/tatqa/tatqa_dataset_test_gold.json
+# Answers on the look-alike split (400 TAT-QA questions: half of the annual-report tables ingested, questions about
+# the others must be abstained on), held-out half measured LOOKALIKE_MEASURED: floors a few points below.
+LOOKALIKE_GATES ?= --fail-under answers:abstain_recall=LAR --fail-under answers:answered=LANS \
+	--fail-under answers:arithmetic_exact=LAX --fail-over answers:arithmetic_quotes_only=0.0 \
+	--fail-over answers:wrong_document_answers=LWD
 TABLES ?= ../shared/data/docs/tables
 # PDF tables (bench/tables.py, ragd alone): ICDAR 2013 dev half measured cell accuracy 0.946, adjacency F1 0.969,
 # columns right 0.977, held-out third 0.949; camelot's expected tables 0.803: floors a few points below.
@@ -39,16 +45,20 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
-## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD;
+## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD
+## (topical) and TAT-QA (look-alike annual reports, table arithmetic);
 ## PDF tables on ICDAR 2013 and camelot's expected tables.
 quality: setup
 	@test -d $(SCIFACT) || { echo "quality gate: $(SCIFACT) not found (shared/data beside the repo)"; exit 1; }
 	@test -f $(SQUAD) || { echo "quality gate: $(SQUAD) not found (shared/data beside the repo)"; exit 1; }
+	@test -f $(TATQA) || { echo "quality gate: $(TATQA) not found (shared/data beside the repo)"; exit 1; }
 	@home=$$(mktemp -d); \
 	RAGD_HOME=$$home $(BIN)/ragd eval $(SCIFACT) --plans lexical --embedder hash \
 		--fail-under lexical:ndcg@10=$(LEXICAL_FLOOR) --out $$home/eval; rc=$$?; \
 	if [ $$rc -eq 0 ]; then RAGD_HOME=$$home $(BIN)/ragd eval $(SQUAD) --answers --max-queries 400 \
 		$(ANSWER_GATES) --out $$home/answers; rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then RAGD_HOME=$$home $(BIN)/ragd eval $(TATQA) --answers --max-queries 400 \
+		$(LOOKALIKE_GATES) --out $$home/lookalike; rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(BIN)/python bench/tables.py --no-camelot --data $(TABLES) $(TABLE_GATES); rc=$$?; fi; \
 	RAGD_HOME=$$home $(BIN)/ragd db stop > /dev/null; rm -rf $$home; exit $$rc
 

@@ -40,8 +40,9 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("average", re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)),
     ("ratio", re.compile(r"\bratio\b", re.IGNORECASE)),
     ("share", re.compile(r"\bas\s+an?\s+(?:percentage|proportion|share|fraction)\s+of\b"
-                         r"|\b(?:percentage|proportion|share)\s+of\b.+\b(?:in|to|of)\b(?:\s+the)?\s+total\b",
-                         re.IGNORECASE)),
+                         r"|\b(?:percentage|proportion|share)\s+of\b.+\b(?:in|to|of)\b(?:\s+the)?\s+total\b"
+                         r"|\bproportion\b|\bpercentage\s+constitution\b|\bhow\s+many\s+%|\bmake\s+up\b"
+                         r"|\bwhat\s+percentage\s+of\b", re.IGNORECASE)),
     ("sum", re.compile(r"\bsum\s+of\b|\bcombined\b|\baltogether\b|\bin\s+total\s*(?:[?.,;]|$)|\btotal\s+of\b",
                        re.IGNORECASE)),
     ("change", re.compile(r"\b(?:change[sd]?|increase[sd]?|decrease[sd]?|difference|differ|grow|grew|growth|"
@@ -270,6 +271,8 @@ def _across_rows(op: str, question: str, header: Sequence[str], matched: list[tu
     if len(matched) < 2:
         return Refusal(op, "it needs two rows and the question names one", quote)
     first, second = _in_order(question, [r for _, r in matched[:2]])
+    if op == "share" and ("total" in first.label.lower()) != ("total" in second.label.lower()):
+        first, second = (second, first) if "total" in first.label.lower() else (first, second)  # part of the total
     if len(columns) > 1:
         return Refusal(op, "it needs one period and the question names more", quote)
     if not columns:
