@@ -74,6 +74,11 @@ def test_each_check_decides_and_says_what_was_missing() -> None:
     passed = judge("What was the total revenue of Acme in 2019?", [other, revenue], dfs, n, rerank_threshold=0.15,
                    reranked=True)
     assert not passed.abstain and passed.evidence == (revenue,)  # only what passed may be quoted
+    # partial evidence: the years it holds are answered, the ones it lacks are said
+    part = judge("What was the total revenue of Acme in 2019 and 2016?", [revenue, other], dfs, n,
+                 rerank_threshold=0.15, reranked=True)
+    assert not part.abstain and part.check == "partial" and part.missing == ("2016",)
+    assert part.evidence == (revenue,) and part.reason == "the documents do not cover 2016"
     # below the rerank threshold a candidate is not evidence at all
     weak = _c(3, "Total revenue of Acme was 5,120 in 2019.", title="Acme annual report", p=0.05)
     assert judge("What was the total revenue of Acme in 2019?", [weak], dfs, n, rerank_threshold=0.15,
@@ -132,3 +137,6 @@ def test_questions_about_a_company_not_in_the_collection_are_abstained_on(client
     assert answer.reason == "not enough evidence: no passage says 2016"
     assert answer.closest and answer.closest[0]["title"] == "Acme annual report 2019"
     assert "2016" in answer.closest[0]["missing"]
+    partial = col.ask("What was the net revenue of Acme in 2019 and 2016?", debug=True)
+    assert not partial.abstained and partial.answer.endswith("(The documents do not cover 2016.)")
+    assert {c["title"] for c in partial.citations} == {"Acme annual report 2019"}

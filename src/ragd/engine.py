@@ -696,6 +696,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                                  "rag.prompt_tokens": done.prompt_tokens if done else None,
                                  "rag.completion_tokens": done.completion_tokens if done else None})
     clock.lap("generate")
+    if answerable is not None and answerable[0].check == "partial" and written.cited:
+        written = dataclasses.replace(written, text=f"{written.text} (The documents do not cover "
+                                                    f"{', '.join(answerable[0].missing)}.)")
     cited = written.cited
     text = written.text if cited else ABSTAIN_ANSWER
     generator_name = generator.name if generator else "extractive"

@@ -235,15 +235,16 @@ class Check:
 @dataclass(frozen=True)
 class Judgement:
     abstain: bool
-    # the check that decided: "answerable" (passed), "relevance", "constraints", "coverage", "phrases",
-    # "answer_type"
+    # the check that decided: "answerable" (passed), "partial" (passed for part of the question), "relevance",
+    # "constraints", "coverage", "phrases", "answer_type"
     check: str
     reason: str = ""
     evidence: tuple[Candidate, ...] = ()  # the candidates that passed, best first: what may be quoted
     checks: tuple[Check, ...] = field(default=())
+    missing: tuple[str, ...] = ()  # "partial": what the question asks that no passage covers
 
     def as_dict(self) -> dict[str, object]:
-        return {"abstain": self.abstain, "check": self.check, "reason": self.reason,
+        return {"abstain": self.abstain, "check": self.check, "reason": self.reason, "missing": list(self.missing),
                 "evidence": [str(c.chunk_id) for c in self.evidence],
                 "checks": [{"chunk_id": c.chunk_id, "passed": c.passed, "coverage": round(c.coverage, 4),
                             "phrases": round(c.phrases, 4), "missing": list(c.missing)} for c in self.checks]}
@@ -301,6 +302,15 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
         return Judgement(False, "answerable", evidence=tuple(passed), checks=tuple(checks))
     if not checks:
         return Judgement(True, "relevance", "no passage is relevant enough")
+    # partial evidence: passages that lack only some of the question's years, and hold the others, answer for
+    # what they hold, and the answer says which years the documents do not cover
+    years = [m.group(0) for m in _YEAR.finditer(question)]
+    partial = [(c, r) for c, r in zip(relevant, checks) if r.missing and set(r.missing) < set(years)]
+    if partial:
+        lacking = [y for y in years if all(y in r.missing for _, r in partial)]
+        if lacking:
+            return Judgement(False, "partial", f"the documents do not cover {', '.join(lacking)}",
+                             evidence=tuple(c for c, _ in partial), checks=tuple(checks), missing=tuple(lacking))
     best = max(checks, key=lambda c: (c.coverage + c.phrases, -checks.index(c)))
     literal = set(constraints(question, limits.names))
     decided = ("constraints" if any(m in literal for m in best.missing)
