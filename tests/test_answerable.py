@@ -66,27 +66,27 @@ def test_each_check_decides_and_says_what_was_missing() -> None:
     words = check("What was total liquidity in 2019?", Passage.of(revenue), "1", dfs, n, limits)
     assert not words.passed and words.coverage < 0.5
     # two sources compete: the strict checks apply and name the check that decided
-    judged = judge("What was total liquidity in 2019?", [revenue, other], dfs, n, rerank_threshold=0.15,
+    judged = judge("What was total liquidity in 2019?", [revenue, other], dfs, n, threshold=0.15,
                    reranked=True)
     assert judged.abstain and judged.check == "coverage" and judged.reason.startswith("not enough evidence")
-    assert judge("What was the total revenue of Acme in 2016?", [revenue, other], dfs, n, rerank_threshold=0.15,
+    assert judge("What was the total revenue of Acme in 2016?", [revenue, other], dfs, n, threshold=0.15,
                  reranked=True).check == "constraints"
-    passed = judge("What was the total revenue of Acme in 2019?", [other, revenue], dfs, n, rerank_threshold=0.15,
+    passed = judge("What was the total revenue of Acme in 2019?", [other, revenue], dfs, n, threshold=0.15,
                    reranked=True)
     assert not passed.abstain and passed.evidence == (revenue,)  # only what passed may be quoted
     # partial evidence: the years it holds are answered, the ones it lacks are said
     part = judge("What was the total revenue of Acme in 2019 and 2016?", [revenue, other], dfs, n,
-                 rerank_threshold=0.15, reranked=True)
+                 threshold=0.15, reranked=True)
     assert not part.abstain and part.check == "partial" and part.missing == ("2016",)
     assert part.evidence == (revenue,) and part.reason == "the documents do not cover 2016"
     # below the rerank threshold a candidate is not evidence at all
     weak = _c(3, "Total revenue of Acme was 5,120 in 2019.", title="Acme annual report", p=0.05)
-    assert judge("What was the total revenue of Acme in 2019?", [weak], dfs, n, rerank_threshold=0.15,
+    assert judge("What was the total revenue of Acme in 2019?", [weak], dfs, n, threshold=0.15,
                  reranked=True).check == "relevance"
-    assert judge("How many offices does Acme have?", [revenue], dfs, n, rerank_threshold=0.15,
+    assert judge("How many offices does Acme have?", [revenue], dfs, n, threshold=0.15,
                  reranked=True).check == "answerable"  # a figure is there
     assert judge("Who is the chief executive of Acme?", [_c(4, "the board meets monthly.", title="acme")], dfs, n,
-                 rerank_threshold=0.15, reranked=True, limits=Limits(names=False)).check == "answer_type"
+                 threshold=0.15, reranked=True, limits=Limits(names=False)).check == "answer_type"
 
 
 COMPANIES = ["Acme", "Borealis", "Cobalt", "Dunmore", "Everlake", "Fairhaven", "Granite", "Halcyon", "Ironwood",

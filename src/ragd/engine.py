@@ -673,7 +673,7 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
     answerable = None
     if not evidence.abstain and s.answerable:
-        answerable = _answerable(question, ranked, col, reranked, rerank_floor)
+        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor)
         timings["answerable"] = answerable[1]
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
@@ -764,7 +764,7 @@ def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, rer
     frequencies of the question's words; and the milliseconds they took."""
     started = time.perf_counter()
     dfs, chunks = answer_terms(question, col)
-    judged = judge_answerable(question, ranked, dfs, chunks, rerank_threshold=threshold, reranked=reranked,
+    judged = judge_answerable(question, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
                               limits=answer_limits(col.settings))
     return judged, (time.perf_counter() - started) * 1000
 

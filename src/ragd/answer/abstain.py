@@ -37,11 +37,12 @@ def judge(ranked: Sequence[Candidate], *, reranked: bool, rerank_threshold: floa
     if reranked and ranked[0].rerank_score is not None:
         best = max(probability(c.rerank_score) for c in ranked[:look] if c.rerank_score is not None)
         return Evidence(best < rerank_threshold, "rerank", round(best, 6), rerank_threshold)
-    best = max(_rrf(c, rrf_k) for c in ranked[:look])
+    best = max(rrf(c, rrf_k) for c in ranked[:look])
     return Evidence(best < rrf_threshold, "rrf", round(best, 6), rrf_threshold)
 
 
-def _rrf(c: Candidate, k: int) -> float:
+def rrf(c: Candidate, k: int = 60) -> float:
+    """A candidate's reciprocal-rank score from its ranks in the two legs."""
     return sum(1 / (k + rank) for rank in (c.vector_rank, c.lexical_rank) if rank is not None)
 
 

@@ -46,6 +46,7 @@ import snowballstemmer
 from ..compress import split_sentences
 from ..rerank import probability
 from ..types import Candidate
+from .abstain import rrf
 
 # Words that frame a question rather than name what it is about: how it asks (interrogatives, "respectively"),
 # what it wants done (compare, rank, add up, explain) and how much. They are not evidence a passage must hold:
@@ -179,8 +180,14 @@ def has_type(kind: str | None, text: str) -> bool:
     return True
 
 
+MIN_CHUNKS = 1000  # a smaller collection is weighed as if it had this many chunks
+
+
 def idf(df: int, n: int) -> float:
-    """BM25's idf (as the lexical leg weighs terms); a word the collection does not hold weighs the most."""
+    """BM25's idf (as the lexical leg weighs terms); a word the collection does not hold weighs the most. The
+    chunk count is taken as at least MIN_CHUNKS: in a collection of a few chunks every word they share would weigh
+    nothing and every word they lack everything."""
+    n = max(n, MIN_CHUNKS)
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
@@ -263,6 +270,14 @@ class Limits:
     single_source_coverage: float = 0.4  # the coverage asked of a passage when its source is the only one
 
 
+def relevance(c: Candidate, reranked: bool) -> float:
+    """A candidate's relevance as the evidence judgement reads it: its cross-encoder probability after a rerank,
+    else its reciprocal-rank score from both legs (k = 60)."""
+    if reranked:
+        return probability(c.rerank_score) if c.rerank_score is not None else 0.0
+    return rrf(c)
+
+
 def check(question: str, passage: Passage, chunk_id: str, dfs: Mapping[str, int], chunks: int,
           limits: Limits) -> Check:
     missing = [f for f in constraints(question, limits.names) if folded(f) not in passage.text]
@@ -280,13 +295,13 @@ def check(question: str, passage: Passage, chunk_id: str, dfs: Mapping[str, int]
 
 
 def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], chunks: int, *,
-          rerank_threshold: float, reranked: bool, limits: Limits = Limits()) -> Judgement:
-    """Which of the first `limits.look` candidates (those the cross-encoder found relevant, when it ran) answer
-    the question; an abstention naming the check that decided and what was missing when none does."""
+          threshold: float, reranked: bool, limits: Limits = Limits()) -> Judgement:
+    """Which of the first `limits.look` candidates that are relevant (a cross-encoder probability, when it ran,
+    else a reciprocal-rank score, at or above `threshold`: see `abstain.judge`) answer the question; an
+    abstention naming the check that decided and what was missing when none does."""
     checks: list[Check] = []
     passed: list[Candidate] = []
-    relevant = [c for c in ranked[: limits.look] if not reranked or (
-        c.rerank_score is not None and probability(c.rerank_score) >= rerank_threshold)]
+    relevant = [c for c in ranked[: limits.look] if relevance(c, reranked) >= threshold]
     # the word checks matter where look-alikes compete: relevant passages of more than one source (documents
     # told apart by title, or by id when untitled); passages of one source differ from the question in wording only
     sources = {c.title or str(c.doc_id) for c in relevant}
@@ -323,4 +338,4 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
 
 
 __all__ = ["FRAMING", "Check", "Judgement", "Limits", "Passage", "check", "constraints", "content_stems", "idf",
-           "judge", "phrases", "stem"]
+           "judge", "phrases", "relevance", "stem"]

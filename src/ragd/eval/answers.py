@@ -26,10 +26,10 @@ from typing import Any
 
 from ..answer.abstain import judge
 from ..answer.answerable import judge as judge_answerable
+from ..answer.answerable import relevance
 from ..embed import make_embedder
 from ..engine import Collection, answer_limits, answer_terms, ask, retrieve
 from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
-from ..rerank import probability
 from ..types import Candidate
 from .datasets import EvalSet
 from .runner import external_ids, percentile
@@ -127,15 +127,15 @@ def signals(question: str, col: Collection, k: int) -> Signals:
         dfs, chunks = answer_terms(question, col)
         limits = answer_limits(col.settings)
 
-        def answered(candidates: Sequence[Candidate], threshold: float, reranked: bool) -> bool:
-            return not judge_answerable(question, candidates, dfs, chunks, rerank_threshold=threshold,
-                                        reranked=reranked, limits=limits).abstain
+        def highest(candidates: Sequence[Candidate], reranked: bool) -> float:
+            """The highest relevance threshold at which the checks let the question be answered (0: none)."""
+            levels = sorted({relevance(c, reranked) for c in candidates[: limits.look]}, reverse=True)
+            return round(next((t for t in levels if not judge_answerable(
+                question, candidates, dfs, chunks, threshold=t, reranked=reranked, limits=limits).abstain), 0.0), 6)
 
-        rrf = rrf if answered(fused, 0.0, False) else 0.0
+        rrf = min(rrf, highest(fused, False))
         if rr is not None:
-            probabilities = sorted({probability(c.rerank_score) for c in ranked[: limits.look]
-                                    if c.rerank_score is not None}, reverse=True)
-            rr = round(next((p for p in probabilities if answered(ranked, p, True)), 0.0), 6)
+            rr = min(rr, highest(ranked, True))
     return Signals(rr, rrf)
 
 
