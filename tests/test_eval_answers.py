@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragd.eval.answers import choose, contains_answer, halves, normalise, scope_split, token_f1
+from ragd.eval.answers import NEVER, choose, contains_answer, halves, normalise, scope_split, token_f1
 from ragd.eval.datasets import load_squad
 
 from .conftest import DATA, run_cli
@@ -59,6 +59,11 @@ def test_calibration_picks_the_best_f1_that_keeps_enough_answered() -> None:
     loose = choose(inside, outside, min_answered=0.5)
     assert loose.f1 >= choice.f1 and loose.answered >= 0.5
     assert choose([0.1], [0.9], min_answered=1.0).threshold == 0.0  # nothing separates: answer everything
+    # questions the answerability checks abstain on at every threshold (NEVER) are abstained at any threshold: the
+    # share to keep answered is of the others, and the threshold still separates the rest
+    never = [NEVER, NEVER]
+    checked = choose([*inside, *never], [*outside, *never], min_answered=0.9 * len(inside) / (len(inside) + 2))
+    assert checked.threshold == 0.2 and checked.recall == pytest.approx(6 / 9)
 
 
 def test_ragd_eval_answers_on_real_squad_articles(tmp_path: Path, cli_env: dict[str, str]) -> None:

@@ -34,7 +34,10 @@ from ..types import Candidate
 from .datasets import EvalSet
 from .runner import external_ids, percentile
 
-MIN_ANSWERED = 0.90  # the calibrated threshold keeps at least this share of in-scope answerable questions answered
+# the calibrated threshold keeps at least this share of the in-scope answerable questions answered (of those the
+# answerability checks let be answered at some threshold)
+MIN_ANSWERED = 0.90
+NEVER = -1.0  # the evidence signal of a question the answerability checks abstain on at every threshold
 
 
 def _digest(text: str) -> str:
@@ -128,10 +131,11 @@ def signals(question: str, col: Collection, k: int) -> Signals:
         limits = answer_limits(col.settings)
 
         def highest(candidates: Sequence[Candidate], reranked: bool) -> float:
-            """The highest relevance threshold at which the checks let the question be answered (0: none)."""
+            """The highest relevance threshold at which the checks let the question be answered (NEVER: none)."""
             levels = sorted({relevance(c, reranked) for c in candidates[: limits.look]}, reverse=True)
             return round(next((t for t in levels if not judge_answerable(
-                question, candidates, dfs, chunks, threshold=t, reranked=reranked, limits=limits).abstain), 0.0), 6)
+                question, candidates, dfs, chunks, threshold=t, reranked=reranked, limits=limits).abstain),
+                NEVER), 6)
 
         rrf = min(rrf, highest(fused, False))
         if rr is not None:
@@ -151,7 +155,7 @@ class Choice:
 def choose(scores_in: Sequence[float], scores_out: Sequence[float], min_answered: float = MIN_ANSWERED) -> Choice:
     """The threshold with the best abstain F1 among those that keep at least `min_answered` of the in-scope
     questions answered (the highest answered share when none does); ties go to the lower threshold."""
-    candidates = sorted({0.0, *scores_in, *scores_out})
+    candidates = sorted({0.0, *(x for x in (*scores_in, *scores_out) if x >= 0)})
     best: Choice | None = None
     for t in candidates:
         c = _score_threshold(t, scores_in, scores_out)
@@ -282,7 +286,10 @@ def _calibrate(col: Collection, qids: Sequence[str], kinds: Mapping[str, str], d
         if not inside or not outside:
             out[signal] = getattr(col.settings, f"abstain_{signal}_threshold")
             continue
-        choice = choose(inside, outside, min_answered)
+        # a question the checks abstain on at every threshold is lost whatever the threshold: the share to keep is
+        # of the others
+        reachable = sum(v > NEVER for v in inside) / len(inside)
+        choice = choose(inside, outside, min_answered * reachable)
         out[signal] = choice.threshold
         out[f"{signal}_fit"] = {"abstain_precision": round(choice.precision, 4),
                                 "abstain_recall": round(choice.recall, 4), "abstain_f1": round(choice.f1, 4),
