@@ -147,6 +147,10 @@ _DATE_Q = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|month|da
                      re.IGNORECASE)
 _WHO_Q = re.compile(r"^\W*(?:who|whom)\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_NUMBER_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|"
+                          r"seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|"
+                          r"million|billion|trillion|dozens?|half|twice|double|triple|single|several|none)\b",
+                          re.IGNORECASE)
 _DATE = re.compile(r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|tomorrow|"
                    r"noon|midnight|morning|evening|night|weekly|daily|monthly|annually|yearly|spring|summer|"
                    r"autumn|fall|winter|centur(?:y|ies)|decades?)\b"
@@ -170,9 +174,7 @@ def has_type(kind: str | None, text: str) -> bool:
     """Whether a passage (as written) holds an answer of that kind: a figure, a date or time (digits, a month, a
     day, a season, a century), a capitalised name."""
     if kind == "number":
-        return bool(_DIGIT.search(text)) or bool(re.search(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|"
-                                                          r"twelve|twenty|hundred|thousand|million|billion|dozen)\b",
-                                                          text, re.IGNORECASE))
+        return bool(_DIGIT.search(text) or _NUMBER_WORD.search(text))
     if kind == "date":
         return bool(_DATE.search(text))
     if kind == "name":
