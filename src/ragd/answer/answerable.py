@@ -147,8 +147,8 @@ _DATE_Q = re.compile(r"^\W*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|month|da
                      re.IGNORECASE)
 _WHO_Q = re.compile(r"^\W*(?:who|whom)\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
-_NUMBER_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|"
-                          r"seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|"
+_NUMBER_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                          r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|"
                           r"million|billion|trillion|dozens?|half|twice|double|triple|single|several|none)\b",
                           re.IGNORECASE)
 _DATE = re.compile(r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|tomorrow|"
