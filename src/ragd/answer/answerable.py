@@ -182,6 +182,7 @@ def has_type(kind: str | None, text: str) -> bool:
     return True
 
 
+COMPETE = 0.3  # another source competes when its passage is at least this share as relevant as the best one
 MIN_CHUNKS = 1000  # a smaller collection is weighed as if it had this many chunks
 
 
@@ -304,9 +305,11 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     checks: list[Check] = []
     passed: list[Candidate] = []
     relevant = [c for c in ranked[: limits.look] if relevance(c, reranked) >= threshold]
-    # the word checks matter where look-alikes compete: relevant passages of more than one source (documents
-    # told apart by title, or by id when untitled); passages of one source differ from the question in wording only
-    sources = {c.title or str(c.doc_id) for c in relevant}
+    # the word checks matter where look-alikes compete: relevant passages of more than one source (documents told
+    # apart by title, or by id when untitled) whose relevance is close to the best one's (at least COMPETE of it);
+    # passages of one source differ from the question in wording only
+    best = max((relevance(c, reranked) for c in relevant), default=0.0)
+    sources = {c.title or str(c.doc_id) for c in relevant if relevance(c, reranked) >= COMPETE * best}
     strict = len(sources) > 1 or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
     for candidate in relevant:
