@@ -208,14 +208,13 @@ def compute(question: str, context: Sequence[Candidate], *, max_tables: int = 3)
     if not tables:
         return Refusal(op, "no table in the evidence holds its figures")
     qwords = set(_words(question)) - _STOP
-    periods = _periods(question, ranges=op in ("average", "sum"))
     reasons: list[str] = []
     found: list[tuple[str, Candidate]] = []
     for chunk in tables:
         header, body = table(chunk.content)
         if not header:
             continue
-        outcome = _in_table(op, question, qwords, periods, header, _rows(header, body), chunk)
+        outcome = _in_table(op, question, qwords, header, _rows(header, body), chunk)
         if isinstance(outcome, Calculation):
             return outcome
         reasons.append(outcome.reason)
@@ -223,12 +222,20 @@ def compute(question: str, context: Sequence[Candidate], *, max_tables: int = 3)
     return Refusal(op, reasons[0] if reasons else "no table in the evidence holds its figures", tuple(found[:3]))
 
 
-def _in_table(op: str, question: str, qwords: set[str], periods: list[tuple[str, str | None]],
-              header: Sequence[str], rows: list[_Row], chunk: Candidate) -> Calculation | Refusal:
+def _in_table(op: str, question: str, qwords: set[str], header: Sequence[str], rows: list[_Row],
+              chunk: Candidate) -> Calculation | Refusal:
     matched = _match(rows, qwords)
     if not matched:
         return Refusal(op, "no row of the table is named by the question")
     quote = tuple((_row_text(header, r), chunk) for _, r in matched[:2])
+    # the operation's word may be the row's own ("the change in weighted average shares" asks for a change)
+    label = matched[0][1].label.lower().strip(" .:")
+    if label and label in question.lower():
+        op = operation(re.sub(re.escape(label), " ", question, flags=re.IGNORECASE)) or op
+    # a word of the question that names rows of this table must be in the row's label (or its group, or the
+    # header): "net receivables" is not the row "Total, net" of a table of lease and loan receivables
+    named = (qwords & set().union(*(r.words | r.group for r in rows))) - set(_words(" ".join(header)))
+    periods = _periods(question, ranges=op in ("average", "sum"))
     columns: list[int] = []
     for period in periods:
         hits = _columns(header, period)
@@ -239,7 +246,13 @@ def _in_table(op: str, question: str, qwords: set[str], periods: list[tuple[str,
     two_rows = op in ("ratio", "share") or (op in ("change", "sum") and len(periods) <= 1 and len(matched) > 1
                                             and matched[0][0] == matched[1][0])
     if two_rows:
+        pair = matched[:2]
+        if len(pair) == 2 and not named <= set().union(*(r.words | r.group for _, r in pair)):
+            return Refusal(op, "the rows found do not carry every word of the question that names rows", quote)
         return _across_rows(op, question, header, matched, columns, chunk, quote)
+    matched = [(score, r) for score, r in matched if named <= r.words | r.group]
+    if not matched:
+        return Refusal(op, "no row of the table carries every word of the question that names rows", quote)
     best = [r for s, r in matched if s == matched[0][0]]
     if len({r.cells for r in best}) > 1:
         return Refusal(op, f"rows {', '.join(repr(r.label) for r in best[:3])} match the question equally", quote)
