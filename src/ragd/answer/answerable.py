@@ -308,8 +308,8 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     # the word checks matter where look-alikes compete: relevant passages of more than one source (documents told
     # apart by title, or by id when untitled) whose relevance is close to the best one's (at least COMPETE of it);
     # passages of one source differ from the question in wording only
-    best = max((relevance(c, reranked) for c in relevant), default=0.0)
-    sources = {c.title or str(c.doc_id) for c in relevant if relevance(c, reranked) >= COMPETE * best}
+    top = max((relevance(c, reranked) for c in relevant), default=0.0)
+    sources = {c.title or str(c.doc_id) for c in relevant if relevance(c, reranked) >= COMPETE * top}
     strict = len(sources) > 1 or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
     for candidate in relevant:
