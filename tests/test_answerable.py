@@ -9,8 +9,10 @@ import uuid
 
 import ragd
 from ragd.answer.answerable import (
+    Check,
     Limits,
     Passage,
+    Question,
     answer_type,
     check,
     constraints,
@@ -54,16 +56,20 @@ def test_a_table_holds_a_pair_in_a_row_or_a_row_and_its_header() -> None:
 
 def test_each_check_decides_and_says_what_was_missing() -> None:
     dfs, n = {"liquid": 1, "revenu": 30, "total": 40}, 100
+
+    def _check(question: str, candidate: Candidate) -> Check:
+        return check(Question.of(question, dfs, n, limits), Passage.of(candidate), "1", limits)
+
     revenue = _c(1, "Total revenue was 5,120 in 2019 and 4,800 in 2018.", title="Acme annual report")
     other = _c(2, "Total revenue was 3,100 in 2019.", title="Globex annual report")
     limits = Limits()
-    ok = check("What was the total revenue of Acme in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    ok = _check("What was the total revenue of Acme in 2019?", revenue)
     assert ok.passed and ok.coverage == 1.0
-    year = check("What was the total revenue in 2016?", Passage.of(revenue), "1", dfs, n, limits)
+    year = _check("What was the total revenue in 2016?", revenue)
     assert not year.passed and year.missing == ("2016",)
-    name = check("What was the total revenue of Initech in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    name = _check("What was the total revenue of Initech in 2019?", revenue)
     assert not name.passed and "Initech" in name.missing
-    words = check("What was total liquidity in 2019?", Passage.of(revenue), "1", dfs, n, limits)
+    words = _check("What was total liquidity in 2019?", revenue)
     assert not words.passed and words.coverage < 0.5
     # two sources compete: the strict checks apply and name the check that decided
     judged = judge("What was total liquidity in 2019?", [revenue, other], dfs, n, threshold=0.15,

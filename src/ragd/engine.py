@@ -525,9 +525,8 @@ def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
         title = next((b.text for b in body if b.type == "heading"), None)
     elif title:
         body = [Block("heading", str(title), level=1), *body]
-    blocks = body
     return ExtractedDocument(external_id=str(rid), source_uri=str(raw.get("source_uri") or f"memory:{rid}"),
-                             source_type=kind, title=str(title) if title else None, blocks=tuple(blocks),
+                             source_type=kind, title=str(title) if title else None, blocks=tuple(body),
                              tags=tuple(raw.get("tags") or ()), metadata=dict(raw.get("metadata") or {}))
 
 
@@ -673,22 +672,21 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
     answerable = None
     if not evidence.abstain and s.answerable:
-        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor)
-        timings["answerable"] = answerable[1]
+        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings)
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
     generator = col.client.generator
     if evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
-    elif answerable is not None and answerable[0].abstain:
-        written = _Written(ABSTAIN_ANSWER, reason=f"{answerable[0].check}: {answerable[0].reason}")
+    elif answerable is not None and answerable.abstain:
+        written = _Written(ABSTAIN_ANSWER, reason=f"{answerable.check}: {answerable.reason}")
     else:
         provider = generator.provider if generator else "extractive"
         with span(f"rag.generator.{provider}", **{"rag.generator": generator.name if generator else "extractive",
                                                   "rag.context_chunks": len(context.chunks),
                                                   "rag.context_tokens": context.tokens}) as current:
-            supported = {c.chunk_id for c in answerable[0].evidence} if answerable is not None else None
+            supported = {c.chunk_id for c in answerable.evidence} if answerable is not None else None
             written = (_extractive(question, context.chunks, col, reranked, rerank_floor, supported)
                        if generator is None else _generated(question, context.chunks, generator))
             done = written.completion
@@ -696,9 +694,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                                  "rag.prompt_tokens": done.prompt_tokens if done else None,
                                  "rag.completion_tokens": done.completion_tokens if done else None})
     clock.lap("generate")
-    if answerable is not None and answerable[0].check == "partial" and written.cited:
+    if answerable is not None and answerable.check == "partial" and written.cited:
         written = dataclasses.replace(written, text=f"{written.text} (The documents do not cover "
-                                                    f"{', '.join(answerable[0].missing)}.)")
+                                                    f"{', '.join(answerable.missing)}.)")
     cited = written.cited
     text = written.text if cited else ABSTAIN_ANSWER
     generator_name = generator.name if generator else "extractive"
@@ -708,8 +706,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if debug:
         record = {**info, "abstain_reason": written.reason or None,
                   "evidence": {**dataclasses.asdict(evidence), "check": "relevance" if evidence.abstain else (
-                      answerable[0].check if answerable is not None else "relevance")},
-                  "answerability": answerable[0].as_dict() if answerable is not None else None,
+                      answerable.check if answerable is not None else "relevance")},
+                  "answerability": answerable.as_dict() if answerable is not None else None,
                   "generator": generator_name, "prompt_version": prompt_version,
                   "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
                   "context_tokens": context.tokens, "invalid_citations": list(written.invalid),
@@ -749,24 +747,25 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if emit_log and QUERY_LOG.isEnabledFor(logging.INFO):
         QUERY_LOG.info(json.dumps(line))
     closest: tuple[dict[str, Any], ...] = ()
-    if answerable is not None and answerable[0].abstain and not cited:
-        lacks = {c.chunk_id: c.missing for c in answerable[0].checks}
+    if answerable is not None and answerable.abstain and not cited:
+        lacks = {c.chunk_id: c.missing for c in answerable.checks}
         closest = tuple({**citation(c), "missing": list(lacks[str(c.chunk_id)])} for c in ranked
                         if str(c.chunk_id) in lacks)[:3]
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id, log=line, calculation=written.calculation if cited else None,
-                  reason=answerable[0].reason if answerable is not None and closest else None, closest=closest)
+                  reason=answerable.reason if answerable is not None and closest else None, closest=closest)
 
 
 def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
-                threshold: float) -> tuple[Judgement, float]:
+                threshold: float, timings: dict[str, float]) -> Judgement:
     """The answerability checks (answer/answerable.py) over the first candidates, with the collection's document
-    frequencies of the question's words; and the milliseconds they took."""
+    frequencies of the question's words; their milliseconds go to `timings["answerable"]`."""
     started = time.perf_counter()
     dfs, chunks = answer_terms(question, col)
     judged = judge_answerable(question, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
                               limits=answer_limits(col.settings))
-    return judged, (time.perf_counter() - started) * 1000
+    timings["answerable"] = (time.perf_counter() - started) * 1000
+    return judged
 
 
 def answer_terms(question: str, col: Collection) -> tuple[dict[str, int], int]:

@@ -47,6 +47,7 @@ from ..compress import split_sentences
 from ..rerank import probability
 from ..types import Candidate
 from .abstain import rrf
+from .extractive import table_lines
 
 # Words that frame a question rather than name what it is about: how it asks (interrogatives, "respectively"),
 # what it wants done (compare, rank, add up, explain) and how much. They are not evidence a passage must hold:
@@ -82,7 +83,6 @@ _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d]{2,80})[\"\u201d]|(?<!\w)'([^']{2,8
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 _NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w&.'-]*[A-Za-z0-9]")
 WINDOW = 3  # words of a pair held together are at most this many content words apart in one sentence
-_RULE = re.compile(r"^\|?\s*:?-{2,}")
 _STEMMER = snowballstemmer.stemmer("english")
 _LOCK = threading.Lock()  # a Snowball stemmer object keeps state between calls
 
@@ -211,7 +211,7 @@ class Passage:
         pairs: set[tuple[str, str]] = set()
         units = [" ".join(lead)]
         if c.chunk_type == "table":
-            lines = [line for line in c.content.splitlines() if line.strip() and not _RULE.match(line)]
+            lines = table_lines(c.content)
             header = _stems(" ".join(lines[:1]))
             units += lines
             for line in lines[1:]:  # a cell is read with its row and its column's header
@@ -281,19 +281,35 @@ def relevance(c: Candidate, reranked: bool) -> float:
     return rrf(c)
 
 
-def check(question: str, passage: Passage, chunk_id: str, dfs: Mapping[str, int], chunks: int,
-          limits: Limits) -> Check:
-    missing = [f for f in constraints(question, limits.names) if folded(f) not in passage.text]
-    weights = {s: idf(dfs.get(s, 0), chunks) for s in content_stems(question) if not _FIGURE.match(s)}
+@dataclass(frozen=True)
+class Question:
+    """What the checks read in a question, taken once: its literal constraints, its years, its content stems
+    weighted by idf, its word pairs and the kind of answer it asks for."""
+
+    constraints: tuple[str, ...]
+    years: tuple[str, ...]
+    weights: Mapping[str, float]
+    pairs: tuple[tuple[str, str], ...]
+    kind: str | None
+
+    @classmethod
+    def of(cls, question: str, dfs: Mapping[str, int], chunks: int, limits: Limits) -> Question:
+        return cls(tuple(constraints(question, limits.names)), tuple(m.group(0) for m in _YEAR.finditer(question)),
+                   {s: idf(dfs.get(s, 0), chunks) for s in content_stems(question) if not _FIGURE.match(s)},
+                   tuple(phrases(question)), answer_type(question) if limits.answer_type else None)
+
+
+def check(question: Question, passage: Passage, chunk_id: str, limits: Limits) -> Check:
+    missing = [f for f in question.constraints if folded(f) not in passage.text]
+    weights = question.weights
     total = sum(weights.values())
     coverage = sum(w for s, w in weights.items() if s in passage.stems) / total if total else 1.0
-    pairs = phrases(question)
+    pairs = question.pairs
     loose = [f"{a} {b}" for a, b in pairs if (a, b) not in passage.pairs]
     together = 1 - len(loose) / len(pairs) if pairs else 1.0
-    kind = answer_type(question) if limits.answer_type else None
     failed = ([*missing] + (loose if together < limits.min_phrases else [])
               + ([] if coverage >= limits.min_coverage else [f"{coverage:.0%} of the question's words"])
-              + ([] if has_type(kind, passage.content) else [f"a {kind}"]))
+              + ([] if has_type(question.kind, passage.content) else [f"a {question.kind}"]))
     return Check(chunk_id, not failed, coverage, together, tuple(failed))
 
 
@@ -312,9 +328,9 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     sources = {c.title or str(c.doc_id) for c in relevant if relevance(c, reranked) >= COMPETE * top}
     strict = len(sources) > 1 or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
+    asked = Question.of(question, dfs, chunks, limits)
     for candidate in relevant:
-        result = check(question, Passage.of(candidate), str(candidate.chunk_id), dfs, chunks,
-                       limits if strict else loose)
+        result = check(asked, Passage.of(candidate), str(candidate.chunk_id), limits if strict else loose)
         checks.append(result)
         if result.passed:
             passed.append(candidate)
@@ -324,7 +340,7 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
         return Judgement(True, "relevance", "no passage is relevant enough")
     # partial evidence: passages that lack only some of the question's years, and hold the others, answer for
     # what they hold, and the answer says which years the documents do not cover
-    years = [m.group(0) for m in _YEAR.finditer(question)]
+    years = asked.years
     partial = [(c, r) for c, r in zip(relevant, checks) if r.missing and set(r.missing) < set(years)]
     if partial:
         lacking = [y for y in years if all(y in r.missing for _, r in partial)]
@@ -332,15 +348,13 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
             return Judgement(False, "partial", f"the documents do not cover {', '.join(lacking)}",
                              evidence=tuple(c for c, _ in partial), checks=tuple(checks), missing=tuple(lacking))
     best = max(checks, key=lambda c: (c.coverage + c.phrases, -checks.index(c)))
-    literal = set(constraints(question, limits.names))
-    decided = ("constraints" if any(m in literal for m in best.missing)
-               else "answer_type" if best.missing and best.missing[-1].startswith("a ")
-               and best.missing[-1][2:] in ("number", "date", "name")
+    decided = ("constraints" if any(m in asked.constraints for m in best.missing)
+               else "answer_type" if asked.kind and best.missing[-1:] == (f"a {asked.kind}",)
                else "phrases" if best.phrases < limits.min_phrases and best.coverage >= limits.min_coverage
                else "coverage")
     return Judgement(True, decided, f"not enough evidence: no passage says {', '.join(best.missing[:4])}",
                      checks=tuple(checks))
 
 
-__all__ = ["FRAMING", "Check", "Judgement", "Limits", "Passage", "check", "constraints", "content_stems", "idf",
-           "judge", "phrases", "relevance", "stem"]
+__all__ = ["FRAMING", "Check", "Judgement", "Limits", "Passage", "Question", "check", "constraints",
+           "content_stems", "idf", "judge", "phrases", "relevance", "stem"]

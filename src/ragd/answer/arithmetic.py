@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..types import Candidate
+from .extractive import row_text, table  # a table is read as it is quoted: the same header, rows written the same
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
@@ -55,7 +56,6 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be between by change changed compared company did do does during each for "
                   "from had has have how in increase is it its much of on or over percentage period the their "
                   "this to total was were what which with year years ended end fiscal fy".split())
-_SIGNS = {"change": "\u2212", "percent_change": "\u2212"}
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _columns(header: Sequence[str], period: tuple[str, str | None]) -> list[int]
     return hits
 
 
-def _rows(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[_Row]:
+def _rows(body: Sequence[Sequence[str]]) -> list[_Row]:
     rows: list[_Row] = []
     group: frozenset[str] = frozenset()
     for cells in body:
@@ -199,8 +199,6 @@ def _match(rows: Sequence[_Row], question_words: set[str]) -> list[tuple[float, 
 def compute(question: str, context: Sequence[Candidate], *, max_tables: int = 3) -> Calculation | Refusal | None:
     """The calculation the question asks for over the first tables of the context, a refusal saying why it could
     not be done, or None when the question asks for no arithmetic."""
-    from .extractive import table  # the header logic is the quoting one's
-
     op = operation(question)
     if op is None or _CAUSE.search(question):
         return None
@@ -214,7 +212,7 @@ def compute(question: str, context: Sequence[Candidate], *, max_tables: int = 3)
         header, body = table(chunk.content)
         if not header:
             continue
-        outcome = _in_table(op, question, qwords, header, _rows(header, body), chunk)
+        outcome = _in_table(op, question, qwords, header, _rows(body), chunk)
         if isinstance(outcome, Calculation):
             return outcome
         reasons.append(outcome.reason)
@@ -227,7 +225,7 @@ def _in_table(op: str, question: str, qwords: set[str], header: Sequence[str], r
     matched = _match(rows, qwords)
     if not matched:
         return Refusal(op, "no row of the table is named by the question")
-    quote = tuple((_row_text(header, r), chunk) for _, r in matched[:2])
+    quote = tuple((row_text(header, r.cells), chunk) for _, r in matched[:2])
     # the operation's word may be the row's own ("the change in weighted average shares" asks for a change)
     label = matched[0][1].label.lower().strip(" .:")
     if label and label in question.lower():
@@ -360,10 +358,6 @@ def _in_order(question: str, rows: list[_Row]) -> tuple[_Row, _Row]:
 
     first, second = sorted(rows, key=lambda r: where(r, rows[1] if r is rows[0] else rows[0]))
     return first, second
-
-
-def _row_text(header: Sequence[str], row: _Row) -> str:
-    return "; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row.cells) if v)
 
 
 __all__ = ["Calculation", "Operand", "Refusal", "compute", "format_number", "operation", "parse_number"]

@@ -60,8 +60,7 @@ def pieces(chunk: Candidate) -> list[str]:
     if chunk.chunk_type == "table":
         header, body = table(chunk.content)
         if header:
-            return ["; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v) for row in body
-                    if not INJECTION.search(" ".join(row))]
+            return [row_text(header, row) for row in body if not INJECTION.search(" ".join(row))]
     return [s for s in split_sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
 
 
@@ -78,9 +77,19 @@ def _continues_header(row: list[str]) -> bool:
     return not row[0] or any(_YEAR.search(cell) for cell in rest)
 
 
+def table_lines(content: str) -> list[str]:
+    """A table chunk's rows as lines: blank lines and Markdown's rule line ("| --- |") left out."""
+    return [line for line in content.splitlines() if line.strip() and not _RULE.match(line)]
+
+
+def row_text(header: Sequence[str], row: Sequence[str]) -> str:
+    """A table row written out with its header, as it is quoted: "City: London; Per diem (EUR): 45"."""
+    return "; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v)
+
+
 def table(content: str) -> tuple[list[str], list[list[str]]]:
     """A table chunk's header (its rows joined, see `_header`) and body rows; ([], []) for fewer than two rows."""
-    lines = [line for line in content.splitlines() if line.strip() and not _RULE.match(line)]
+    lines = table_lines(content)
     # Markdown rows are framed ("| a | b |"); ragd's own table text is not (" | 2019 | 2018": an empty first cell)
     framed = all(line.strip().startswith("|") and line.strip().endswith("|") for line in lines)
     rows = [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]

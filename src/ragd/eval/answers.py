@@ -194,7 +194,6 @@ class Asked:
     timings: dict[str, float]
     latency_ms: float
     calculation: dict[str, Any] | None = None
-    decided: str = ""  # which check decided to abstain (the evidence judgement's `check`)
 
 
 @dataclass
@@ -258,8 +257,7 @@ def evaluate_answers(client: Any, dataset: EvalSet, *, collection: str | None = 
         asked.append(Asked(qid, kinds[qid], result.abstained, result.answer,
                            [external.get(c["doc_id"], c["doc_id"]) for c in result.citations],
                            len(_MARKER.findall(result.answer)), dict(debug.get("timings_ms", {})),
-                           (time.perf_counter() - started) * 1000, result.calculation,
-                           str((debug.get("evidence") or {}).get("check", ""))))
+                           (time.perf_counter() - started) * 1000, result.calculation))
         if on_progress:
             on_progress("answers", n, len(qids))
     parts = {name: {**_score(asked, set(part), dataset), "failed": sum(q in failed for q in part)}
@@ -311,7 +309,7 @@ def _score(asked: Sequence[Asked], part: set[str], dataset: EvalSet) -> dict[str
 
     golds = {a.qid: dataset.answers.get(a.qid, ()) for a in answered}
     with_gold = [a for a in answered if golds[a.qid]]
-    relevant = {a.qid: {d for d, g in dataset.qrels.get(a.qid, {}).items() if g > 0} for a in answered}
+    relevant = {a.qid: relevant_to(a.qid) for a in answered}
     judged = [a for a in answered if relevant[a.qid]]
     out: dict[str, Any] = {
         "questions": len(rows), "in_scope": len(inside), "out_of_scope": len(outside),

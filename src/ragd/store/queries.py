@@ -475,8 +475,6 @@ def count_filtered_sql(filters: Filters) -> sql.Composed:
     ).format(where=where)
 
 
-# The query's terms with how often the query says each (qtf: a term repeated counts as often as it is said, as in
-# Lucene, where each occurrence is a clause of its own), their document frequency and the collection's statistics.
 # The collection's chunk count and the document frequency of each of the given terms (absent: not held).
 TERM_DFS = """
 SELECT s.n_chunks, COALESCE(json_object_agg(lt.term, lt.df) FILTER (WHERE lt.term IS NOT NULL), '{}')
@@ -485,6 +483,8 @@ LEFT JOIN lexical_terms lt ON lt.collection_id = s.collection_id AND lt.term = A
 WHERE s.collection_id = %(collection_id)s
 GROUP BY s.n_chunks"""
 
+# The query's terms with how often the query says each (qtf: a term repeated counts as often as it is said, as in
+# Lucene, where each occurrence is a clause of its own), their document frequency and the collection's statistics.
 LEXICAL_TERM_STATS = """
 WITH q AS (SELECT t.lexeme AS term, COALESCE(cardinality(t.positions), 1) AS qtf
            FROM unnest(to_tsvector('english', %(query)s)) t)
