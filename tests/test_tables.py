@@ -395,3 +395,75 @@ def test_a_ruled_tables_cells_read_from_the_pages_character_middles_are_pdfplumb
                         assert _cell_texts(found, middles, **settings) == whole
                         cells += sum(1 for row in whole for c in row if c)
     assert cells > 40 and outside > 0
+
+
+SPANNED_HTML = """<html><body><table>
+<tr><th></th><th colspan="2">2019</th><th colspan="2">2020</th></tr>
+<tr><td></td><td>Q1</td><td>Q2</td><td>Q1</td><td>Q2</td></tr>
+<tr><td rowspan="3">Europe</td><td>1</td><td>2</td><td>3</td><td>4</td></tr>
+<tr><td>5</td><td>6</td><td>7</td><td>8</td></tr>
+<tr><td>9</td><td>10</td><td>11</td><td>12</td></tr>
+<tr><td colspan="5">Registered office: 1 Main Street, Springfield</td></tr>
+</table></body></html>"""
+
+
+def _spanned_docx(path: Path) -> Path:
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=3)
+    for r, row in enumerate([["Region", "2019", "2020"], ["Europe", "1", "2"], ["", "3", "4"],
+                             ["Registered office: 1 Main Street", "", ""]]):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    table.cell(1, 0).merge(table.cell(2, 0))  # python-docx keeps the text of both merged cells: only the first had any
+    table.cell(3, 0).merge(table.cell(3, 2))
+    document.save(path)
+    return path
+
+
+def _spanned_pptx(path: Path) -> Path:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    table = slide.shapes.add_table(4, 3, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    for r, row in enumerate([["Region", "2019", "2020"], ["Europe", "1", "2"], ["", "3", "4"],
+                             ["Registered office: 1 Main Street", "", ""]]):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    table.cell(1, 0).merge(table.cell(2, 0))
+    table.cell(3, 0).merge(table.cell(3, 2))
+    deck.save(path)
+    return path
+
+
+def test_a_cell_spanning_columns_or_rows_is_stored_once_with_its_span(tmp_path: Path) -> None:
+    (tmp_path / "spanned.html").write_text(SPANNED_HTML)
+    html = next(b for b in _document(tmp_path / "spanned.html").blocks if b.type == "table")
+    assert html.text.count("Registered office") == 1 and html.text.count("Europe") == 1
+    assert html.text.split("\n")[0] == " | 2019 |  | 2020 | "
+    assert html.rows[2] == ("", "5", "6", "7", "8") and html.rows[4][0].startswith("Registered office")
+    assert html.meta["spans"] == [[0, 1, 1, 2], [0, 3, 1, 2], [2, 0, 3, 1], [5, 0, 1, 5]]
+    for path in (_spanned_docx(tmp_path / "spanned.docx"), _spanned_pptx(tmp_path / "spanned.pptx")):
+        block = next(b for b in _document(path).blocks if b.type == "table")
+        assert block.text.count("Registered office") == 1 and block.text.count("Europe") == 1, path.name
+        assert block.rows[1] == ("", "3", "4"), path.name
+        assert block.meta["spans"] == [[1, 0, 2, 1], [3, 0, 1, 3]], path.name
+
+
+def test_a_span_cut_by_a_chunk_boundary_is_written_again_in_the_next_part() -> None:
+    rows = tuple((("Europe" if i == 0 else ""), f"item {i}", str(i)) for i in range(40))
+    block = Block("table", "", header=("Region", "Item", "Value"), rows=rows,
+                  meta={"spans": [[0, 1, 1, 2], [1, 0, 40, 1]]})
+    chunks, _ = chunk_blocks([block], ChunkPolicy(hard_cap_tokens=120), default_token_counter())
+    assert len(chunks) > 1
+    first, *rest = chunks
+    assert first.metadata["spans"] == [[0, 1, 1, 2], [1, 0, first.metadata["rows"][1], 1]]
+    assert first.content.count("Europe") == 1 and first.metadata["csv"].count("Europe") == 1
+    for chunk in rest:
+        low, high = chunk.metadata["rows"]
+        assert chunk.content.split("\n")[2].startswith("| Europe | item ")  # the group written again, once
+        assert chunk.content.count("Europe") == 1
+        assert chunk.metadata["spans"] == [[0, 1, 1, 2], [1, 0, high - low, 1]]

@@ -194,6 +194,26 @@ def _csv(rows: Sequence[Sequence[str]]) -> str:
     return buf.getvalue()
 
 
+def _part_spans(block: Block, first: int, last: int) -> tuple[list[list[str]], list[list[int]] | None]:
+    """The body rows first..last of a table and the spans over them (row 0 the header, as in the block's
+    `meta["spans"]`); a cell spanning down from a row before `first` is written again in the part's first row it
+    covers, so each part reads whole. Spans None when the table has none."""
+    part = [list(r) for r in block.rows[first:last]]
+    if not block.meta.get("spans"):
+        return part, None
+    at = [0, *range(first + 1, last + 1)]  # the block's row of each of the part's rows (header included)
+    out = []
+    for row, column, height, width in block.meta["spans"]:
+        present = [i for i, r in enumerate(at) if row <= r < row + height]
+        if not present:
+            continue
+        if at[present[0]] != row:  # begun in an earlier part
+            part[present[0] - 1][column] = block.rows[row - 1][column] if row else block.header[column]
+        if len(present) > 1 or width > 1:
+            out.append([present[0], column, len(present), width])
+    return part, out
+
+
 def _table(builder: _Builder, block: Block) -> None:
     header = list(block.header)
     rows = [list(r) for r in block.rows]
@@ -209,15 +229,18 @@ def _table(builder: _Builder, block: Block) -> None:
     extra: dict[str, Any] = {k: block.meta[k] for k in ("caption", "sheet", "borderless") if k in block.meta}
 
     def emit(first: int, last: int) -> None:
-        lines = head_lines + row_lines[first:last]
+        part, spans = _part_spans(block, first, last)
+        lines = head_lines + ([_markdown_row(r) for r in part] if spans is not None else row_lines[first:last])
         text = "\n".join(lines)
         meta: dict[str, Any] = {
             "format": "markdown",
-            "csv": _csv(([header] if header else []) + rows[first:last]),
+            "csv": _csv(([header] if header else []) + part),
             "rows": [first, last],
             "columns": header,
             **extra,
         }
+        if spans:
+            meta["spans"] = spans
         part_pages = pages
         row_pages = block.meta.get("row_pages")
         if row_pages and len(row_pages) == len(rows) and last > first:  # a table merged over pages

@@ -3,8 +3,8 @@
 Removed: scripts and styles, navigation, forms, asides, page-level headers and footers, hidden elements,
 and elements whose class or id names them as chrome (cookie banners, sidebars, menus, share bars,
 newsletter boxes, ads). When the page marks its content (<main>, <article>, role=main), only that is read.
-Kept: headings with levels, paragraphs, lists with nesting, tables as their rendered grid (colspan and
-rowspan repeat the text, captions kept), code, definition lists, quotes and figure captions.
+Kept: headings with levels, paragraphs, lists with nesting, tables as their grid (a cell spanning columns or
+rows stored once, its span kept as structure; captions kept), code, definition lists, quotes and figure captions.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ...errors import CorruptDocument
 from ...types import Block, ExtractedDocument
 from ..normalize import decode_text, normalize_text
 from .base import ExtractOptions, Source, single_document
-from .office import table_block
+from .office import Span, table_block
 
 _DROP_TAGS = {"script", "style", "noscript", "template", "svg", "nav", "aside", "form", "button", "iframe", "select",
               "input", "textarea", "dialog", "object", "embed", "canvas", "map", "head"}
@@ -199,48 +199,44 @@ def _span(cell: Any, name: str) -> int:
 
 
 def _tables(table: Any) -> list[Block]:
-    """A table as its rendered grid (a spanning cell repeats its text in every position it covers), then the
-    tables nested in its cells."""
+    """A table as its grid, a cell spanning columns or rows written once at its first position with its span
+    kept (`table_block`), then the tables nested in its cells."""
     grid: list[list[str]] = []
-    pending: dict[int, tuple[int, str]] = {}  # column -> (rows still covered, text) from rowspans above
+    covered: dict[int, int] = {}  # column -> rows below still covered by a cell spanning down from above
+    spans: list[Span] = []
     nested: list[Block] = []
-    for tr in _rows(table):
-        cells = [c for c in tr if _tag(c) in ("td", "th")]
-        # a row holding only cells that span down (a group label alone on its row) is read into the rows below
-        # a row holding only labels that span down (a pivot table's group row) is shown through the rows below
-        label_only = bool(cells) and all(_span(c, "rowspan") > 1 for c in cells)
+    for r, tr in enumerate(_rows(table)):
         row: list[str] = []
-        column = 0
-        for cell in cells:
-            column = _fill_pending(row, column, pending)
+        for cell in (c for c in tr if _tag(c) in ("td", "th")):
+            _skip_covered(row, covered)
             for inner in cell.iter("table"):
                 nested.extend(_tables(inner))
-            text = _text(cell)
             colspan, rowspan = _span(cell, "colspan"), _span(cell, "rowspan")
-            for _ in range(colspan):
-                row.append(text)
+            if colspan > 1 or rowspan > 1:
+                spans.append((r, len(row), rowspan, colspan))
+            for c in range(len(row), len(row) + colspan):
                 if rowspan > 1:
-                    pending[column] = (rowspan - 1, text)
-                column += 1
-        _fill_pending(row, column, pending)
-        if not label_only:
-            grid.append(row)
+                    covered[c] = rowspan - 1
+            row.extend([_text(cell)] + [""] * (colspan - 1))
+        _skip_covered(row, covered)
+        for c in [c for c in covered if c >= len(row)]:  # a spanning cell beyond this row's last cell
+            covered[c] -= 1
+            if not covered[c]:
+                del covered[c]
+        grid.append(row)
     caption = next((_text(c) for c in table if _tag(c) == "caption"), "")
-    block = table_block(grid, None, **({"caption": caption} if caption else {}))
+    block = table_block(grid, None, spans, **({"caption": caption} if caption else {}))
     return ([block] if block is not None else []) + nested
 
 
-def _fill_pending(row: list[str], column: int, pending: dict[int, tuple[int, str]]) -> int:
-    """Copy the texts of cells spanning down from rows above into this row, from `column` on."""
-    while column in pending:
-        left, text = pending[column]
-        row.append(text)
-        if left <= 1:
-            del pending[column]
-        else:
-            pending[column] = (left - 1, text)
-        column += 1
-    return column
+def _skip_covered(row: list[str], covered: dict[int, int]) -> None:
+    """Leave empty the positions of this row that cells spanning down from rows above cover."""
+    while len(row) in covered:
+        column = len(row)
+        row.append("")
+        covered[column] -= 1
+        if not covered[column]:
+            del covered[column]
 
 
 def _content_root(tree: Any) -> tuple[Any, bool]:

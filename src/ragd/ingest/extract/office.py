@@ -59,10 +59,19 @@ def _clean(text: str) -> str:
     return " ".join(normalize_text(text).split())
 
 
-def table_block(grid: list[list[str]], page: int | None = None, **meta: Any) -> Block | None:
-    """A grid of cell texts as a table block: empty rows and all-empty columns dropped, header = first row."""
+Span = tuple[int, int, int, int]  # a merged cell: (row, column, rows, columns) of the grid it is placed in
+
+
+def table_block(grid: list[list[str]], page: int | None = None, spans: list[Span] | None = None,
+                **meta: Any) -> Block | None:
+    """A grid of cell texts as a table block: empty rows and all-empty columns dropped, header = first row.
+
+    A cell spanning several positions holds its text once, at its top-left position (the others are empty), and
+    `spans` say which positions it covers; they are kept as the block's `meta["spans"]`, [row, column, rows,
+    columns] with row 0 the header, counted over the rows and columns kept."""
     rows = [[_clean(c) for c in row] for row in grid]
-    rows = [r for r in rows if any(r)]
+    kept_rows = [i for i, r in enumerate(rows) if any(r)]
+    rows = [rows[i] for i in kept_rows]
     if not rows:
         return None
     width = max(len(r) for r in rows)
@@ -72,8 +81,27 @@ def table_block(grid: list[list[str]], page: int | None = None, **meta: Any) -> 
     if len(rows) < 2 or len(keep) < 1:
         text = " ".join(c for r in rows for c in r if c)
         return Block("paragraph", text, page=page) if text else None
+    kept = _kept_spans(spans or [], kept_rows, keep)
+    if kept:
+        meta["spans"] = kept
     header, body = tuple(rows[0]), tuple(tuple(r) for r in rows[1:])
     return Block("table", table_text(header, body), header=header, rows=body, page=page, meta=dict(meta))
+
+
+def _kept_spans(spans: list[Span], kept_rows: list[int], kept_columns: list[int]) -> list[list[int]]:
+    """Spans counted over the rows and columns a table keeps; those that cover one position or hold no text (their
+    anchor dropped) are left out."""
+    row_at = {r: i for i, r in enumerate(kept_rows)}
+    column_at = {c: i for i, c in enumerate(kept_columns)}
+    out = []
+    for row, column, height, width in sorted(spans):
+        if row not in row_at or column not in column_at:
+            continue
+        rows = sum(1 for r in range(row, row + height) if r in row_at)
+        columns = sum(1 for c in range(column, column + width) if c in column_at)
+        if rows > 1 or columns > 1:
+            out.append([row_at[row], column_at[column], rows, columns])
+    return out
 
 
 def _open_error(source: Source, what: str, exc: Exception) -> CorruptDocument:
@@ -259,16 +287,19 @@ def _int_attr(parent: Any, tag: str, default: int) -> int:
 
 
 def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
-    """A table as its rendered grid: a cell spanning columns or rows repeats its text in every position it
-    covers, a row starting late (gridBefore) gets empty cells. Nested tables follow as tables of their own."""
+    """A table as its grid: a cell spanning columns (gridSpan) or rows (vMerge) written once at its first
+    position with its span kept (`table_block`), a row starting late (gridBefore) given empty cells. Nested tables
+    follow as tables of their own."""
     grid: list[list[str]] = []
+    spans: list[list[int]] = []
+    merging: dict[int, int] = {}  # column -> the span (index in spans) a vertical merge started there continues
     nested: list[Block] = []
-    for tr in _children(tbl, "tr"):
+    for r, tr in enumerate(_children(tbl, "tr")):
         tr_pr = tr.find(f"{W_NS}trPr")
         row = [""] * _int_attr(tr_pr, "gridBefore", 0)
         for tc in _children(tr, "tc"):
             tc_pr = tc.find(f"{W_NS}tcPr")
-            span = max(1, _int_attr(tc_pr, "gridSpan", 1))
+            width = max(1, _int_attr(tc_pr, "gridSpan", 1))
             merge = tc_pr.find(f"{W_NS}vMerge") if tc_pr is not None else None
             parts = []
             for item in _body_items(tc):
@@ -278,12 +309,18 @@ def _docx_tables(tbl: Any, paragraph: Any) -> list[Block]:
                     parts.append(paragraph_text(item))
             text = " ".join(" ".join(parts).split())
             column = len(row)
-            if merge is not None and merge.get(f"{W_NS}val") in (None, "continue") and grid:
-                above = grid[-1]
-                text = above[column] if column < len(above) else text
-            row.extend([text] * span)
+            if merge is not None and merge.get(f"{W_NS}val") in (None, "continue") and column in merging:
+                spans[merging[column]][2] += 1
+                text = ""
+            else:
+                merging.pop(column, None)
+                if width > 1 or merge is not None:
+                    if merge is not None:
+                        merging[column] = len(spans)
+                    spans.append([r, column, 1, width])
+            row.extend([text] + [""] * (width - 1))
         grid.append(row)
-    block = table_block(grid)
+    block = table_block(grid, spans=[(a, b, c, d) for a, b, c, d in spans])
     return ([block] if block is not None else []) + nested
 
 
@@ -408,7 +445,8 @@ class PptxExtractor:
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
                 if shape.has_table:
-                    block = table_block(_pptx_grid(shape.table), page=number)
+                    grid, spans = _pptx_grid(shape.table)
+                    block = table_block(grid, page=number, spans=spans)
                     if block is not None:
                         blocks.append(block)
                 elif getattr(shape, "has_chart", False):
@@ -447,17 +485,12 @@ def _chart_blocks(chart: Any, page: int) -> list[Block]:
     return blocks
 
 
-def _pptx_grid(table: Any) -> list[list[str]]:
-    """Cell texts with a merged cell's text repeated over the positions it spans."""
-    grid = [[cell.text for cell in row.cells] for row in table.rows]
-    for r, row in enumerate(table.rows):
-        for c, cell in enumerate(row.cells):
-            if cell.is_merge_origin:
-                for dr in range(cell.span_height):
-                    for dc in range(cell.span_width):
-                        if r + dr < len(grid) and c + dc < len(grid[r + dr]):
-                            grid[r + dr][c + dc] = cell.text
-    return grid
+def _pptx_grid(table: Any) -> tuple[list[list[str]], list[Span]]:
+    """Cell texts, a merged cell's text once at its origin, and the merged cells' spans."""
+    grid = [[cell.text if not cell.is_spanned else "" for cell in row.cells] for row in table.rows]
+    spans = [(r, c, cell.span_height, cell.span_width) for r, row in enumerate(table.rows)
+             for c, cell in enumerate(row.cells) if cell.is_merge_origin]
+    return grid, spans
 
 
 def _text_frame(shape: Any, page: int) -> list[Block]:
