@@ -427,3 +427,21 @@ def test_each_version_keeps_its_blocks_as_a_json_artifact(client: ragd.Ragd, nam
     report = col.ingest(documents=[{"id": "b", "text": "Lost laptops go to the help desk."}])
     assert report.count("ingested") == 1
     assert [b["text"] for b in artifact("b")["blocks"]] == ["Lost laptops go to the help desk."]
+
+
+def test_no_artifact_is_kept_for_a_version_that_was_not_stored(client: ragd.Ragd, name: str) -> None:
+    """Documents found to be duplicates (exact, or near at the threshold) or unchanged are not stored: no pack
+    holds their blocks; every line of every pack is a version the store refers to."""
+    col = client.collection(name)
+    words = " ".join(f"w{i}" for i in range(300))
+    col.ingest(documents=[{"id": "a", "text": f"{words}."}, {"id": "kept", "text": "Printers are on every floor."}])
+    report = col.ingest(documents=[{"id": "a", "text": f"{words}."}, {"id": "copy", "text": f"{words}."},
+                                   {"id": "near", "text": f"{words}?"}, {"id": "new", "text": "Badges open doors."}],
+                        near_duplicates=0.9)
+    assert [i.status for i in report.items] == ["unchanged", "duplicate", "duplicate", "ingested"]
+    with client.store.tenant(col.tenant) as conn:
+        stored = {str(v) for (v,) in conn.execute("SELECT doc_version_id FROM document_versions")}
+    lines = [json.loads(line) for pack in (client.settings.artifacts / str(col.collection_id)).iterdir()
+             for line in pack.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["external_id"] for line in lines) == ["a", "kept", "new"]
+    assert {line["doc_version_id"] for line in lines} <= stored

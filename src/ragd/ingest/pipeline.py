@@ -83,7 +83,7 @@ class _Prepared:
     metadata: dict[str, Any]
     signature: np.ndarray | None = None
     band_keys: list[int] = field(default_factory=list)
-    artifact_uri: str | None = None  # written ahead, before the commit
+    artifact_uri: str | None = None  # written once planned as new, before the commit
     action: str = "new"
     version_id: uuid.UUID | None = None
     version_number: int = 1
@@ -520,16 +520,15 @@ def embed_cached(col: Collection, texts: Sequence[str], tally: _Tally,
 
 def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     """Embed a batch while the batch before it is written, with the rest of a new version's work that needs no
-    decision: its MinHash signature and its artifact (content-addressed: named by the version id, which the
-    content decides). Documents stored with this content already are left out; the commit plans again and does
-    whatever it needs that is not done here."""
+    decision: its MinHash signature. Documents stored with this content already are left out; the commit plans
+    again and does whatever it needs that is not done here (its artifact too: written for a version that turned
+    out a duplicate, it would be kept for nothing)."""
     doc_ids = sorted({p.doc_id for p in batch}, key=str)
     with col.store.tenant(col.tenant) as conn:
         stored = {row[0]: row[5] for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
     fresh = [p for p in batch if stored.get(p.doc_id) != p.content_hash]
     for p in fresh:
         _sign(p)
-    _artifacts(col, fresh)
     texts = [c.search_text for p in fresh for c in p.chunks]
     ahead = _Ahead()
     vectors = embed_cached(col, texts, ahead)
@@ -612,7 +611,6 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
     """New versions with their chunks and embeddings, a statement per table for the whole batch."""
     ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
     effective = [e if isinstance(e := p.metadata.get("effective_at"), str) else None for p in new]
-    _artifacts(col, [p for p in new if p.artifact_uri is None])  # those not written ahead
     conn.execute(queries.INSERT_VERSIONS, {
         "tenant_id": col.tenant, "versions": [p.version_id for p in new], "doc_ids": [p.doc_id for p in new],
         "labels": [f"v{p.version_number}" for p in new], "hashes": [p.content_hash for p in new],
@@ -683,6 +681,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         state.cache_hits += ahead.cache_hits
     todo = [p for p in batch if p.action == "new"]
     vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state, ahead)
+    _artifacts(col, [p for p in todo if p.artifact_uri is None])  # before the transaction, outside it
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
         stored = [p for p in batch if p.action not in ("unchanged", "duplicate")]
         if stored:  # (the upsert locks each document's row until commit, whether or not its WHERE let it update)
