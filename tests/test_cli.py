@@ -154,3 +154,27 @@ def test_a_file_of_many_records_reports_progress_while_it_is_read(cli_env: dict[
     assert any(line.endswith("; corpus.jsonl: 500 records") for line in notes), result.stderr
     assert any(line.endswith("; corpus.jsonl: 1000 records") for line in notes), result.stderr
     assert json.loads(result.stdout)["counts"]["ingested"] == 1200
+
+
+def test_runs_show_tells_where_the_time_went(cli_env: dict[str, str], name: str, tmp_path: Path) -> None:
+    """Each item records its extraction and storing seconds; `runs show` lists the slowest items, slowest first."""
+    import shutil
+
+    from .conftest import DATA
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(DATA / "docs" / "synthetic" / "long_report.pdf", folder / "b_report.pdf")
+    (folder / "a_notes.txt").write_text("Badges open doors.")
+    (folder / "c_records.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "text": f"Record {i} text."}) + "\n"
+                                                    for i in range(4)))
+    report = json.loads(ok(run_cli(["ingest", str(folder), "-c", name, "--json"], cli_env)).stdout)
+    assert report["counts"]["ingested"] == 6
+    run = json.loads(ok(run_cli(["runs", "show", report["run_id"], "--json"], cli_env)).stdout)
+    items = {i["external_id"].rsplit("/", 1)[-1]: i for i in run["items"]}
+    assert all(i["extract_seconds"] > 0 and i["store_seconds"] > 0 for i in items.values()), items
+    pdf = items["b_report.pdf"]
+    assert pdf["extract_seconds"] > 5 * max(i["extract_seconds"] for k, i in items.items() if k != "b_report.pdf")
+    human = ok(run_cli(["runs", "show", report["run_id"]], cli_env)).stdout
+    slowest = human[human.index("slowest 5 of 6 items"):]
+    assert slowest.index("b_report.pdf") < min(slowest.index(f"r{i}") for i in range(4) if f"r{i}" in slowest)

@@ -724,9 +724,31 @@ def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
     out.print(f"started {run['started_at']}  finished {run['finished_at']}  stats {json.dumps(run['stats'])}")
     if run["error"]:
         out.print(f"error: {run['error']}")
-    print_table(("#", "status", "item", "chunks", "reason"),
+    print_table(("#", "status", "item", "chunks", "extract s", "store s", "reason"),
                 ((str(i["item_index"]), i["status"], i["external_id"] or i["source_uri"], str(i["chunk_count"]),
-                  i["reason"] or "") for i in run["items"]))
+                  _seconds(i["extract_seconds"]), _seconds(i["store_seconds"]), i["reason"] or "")
+                 for i in run["items"]))
+    slowest = slowest_items(run["items"])
+    if slowest:
+        print_table(("#", "item", "seconds", "extract s", "store s"),
+                    ((str(i["item_index"]), i["external_id"] or i["source_uri"], _seconds(seconds),
+                      _seconds(i["extract_seconds"]), _seconds(i["store_seconds"])) for seconds, i in slowest),
+                    title=f"slowest {len(slowest)} of {len(run['items'])} items")
+
+
+SLOWEST = 5
+
+
+def slowest_items(items: list[dict[str, Any]], n: int = SLOWEST) -> list[tuple[float, dict[str, Any]]]:
+    """The n items that took longest (extraction and storing), slowest first; items of runs recorded before
+    items had timings are left out."""
+    timed = [((i["extract_seconds"] or 0.0) + (i["store_seconds"] or 0.0), i) for i in items
+             if i["extract_seconds"] is not None]
+    return sorted(timed, key=lambda t: (-t[0], t[1]["item_index"]))[:n]
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 @main.group()

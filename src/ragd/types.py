@@ -214,6 +214,8 @@ class ItemOutcome:
     chunks: int = 0
     reason: str | None = None
     error_code: str | None = None
+    extract_seconds: float = 0.0  # reading its file into documents and chunks (a file's time shared by its documents)
+    store_seconds: float = 0.0  # embedding and writing it (a batch's time shared by its items, by their chunks)
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,8 @@ class IngestReport:
                     "chunks": i.chunks,
                     "reason": i.reason,
                     "error_code": i.error_code,
+                    "extract_seconds": round(i.extract_seconds, 3),
+                    "store_seconds": round(i.store_seconds, 3),
                 }
                 for i in self.items
             ],

@@ -88,6 +88,7 @@ class _Prepared:
     version_id: uuid.UUID | None = None
     version_number: int = 1
     reason: str | None = None
+    extract_seconds: float = 0.0
 
 
 @dataclass
@@ -396,25 +397,34 @@ class _Extraction:
             finally:
                 POOL.give_back(worker)
 
-    def each(self, sources: Sequence[Path | IngestError]) -> Iterator[tuple[Path | IngestError, list[Any]]]:
-        """(source, its documents or failures), in the order of `sources`; a source that is already an error
-        comes back with no documents."""
+    def timed(self, path: Path) -> tuple[list[ExtractedDocument | Exception], float]:
+        """A file's documents or failures, and the seconds reading it took (a worker's start not counted)."""
+        if self.isolated:
+            self._worker()
+        started = time.perf_counter()
+        found = self(path)
+        return found, time.perf_counter() - started
+
+    def each(self, sources: Sequence[Path | IngestError]
+             ) -> Iterator[tuple[Path | IngestError, list[Any], float]]:
+        """(source, its documents or failures, the seconds reading it took), in the order of `sources`; a source
+        that is already an error comes back with no documents."""
         if self.workers == 1 or len(sources) < 2:
             for src in sources:
-                yield src, [] if isinstance(src, IngestError) else self(src)
+                yield (src, [], 0.0) if isinstance(src, IngestError) else (src, *self.timed(src))
             return
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragd-extract") as pool:
-            ahead: deque[tuple[Path | IngestError, Future[list[Any]] | None]] = deque()
+            ahead: deque[tuple[Path | IngestError, Future[tuple[list[Any], float]] | None]] = deque()
             pending = iter(sources)
             try:
                 for src in pending:
-                    ahead.append((src, None if isinstance(src, IngestError) else pool.submit(self, src)))
+                    ahead.append((src, None if isinstance(src, IngestError) else pool.submit(self.timed, src)))
                     if len(ahead) >= 2 * self.workers:  # a bounded look-ahead: memory stays flat
                         first, future = ahead.popleft()
-                        yield first, future.result() if future is not None else []
+                        yield (first, *future.result()) if future is not None else (first, [], 0.0)
                 while ahead:
                     first, future = ahead.popleft()
-                    yield first, future.result() if future is not None else []
+                    yield (first, *future.result()) if future is not None else (first, [], 0.0)
             finally:
                 for _, future in ahead:
                     if future is not None:
@@ -482,6 +492,7 @@ class _Ahead:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     embedded: int = 0
     cache_hits: int = 0
+    seconds: float = 0.0
     counted: bool = False  # added to the run's figures once, even when the commit is retried item by item
 
 
@@ -523,6 +534,7 @@ def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     decision: its MinHash signature. Documents stored with this content already are left out; the commit plans
     again and does whatever it needs that is not done here (its artifact too: written for a version that turned
     out a duplicate, it would be kept for nothing)."""
+    started = time.perf_counter()
     doc_ids = sorted({p.doc_id for p in batch}, key=str)
     with col.store.tenant(col.tenant) as conn:
         stored = {row[0]: row[5] for row in conn.execute(queries.BATCH_DOCUMENT_STATE, {"doc_ids": doc_ids})}
@@ -533,6 +545,7 @@ def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     ahead = _Ahead()
     vectors = embed_cached(col, texts, ahead)
     ahead.vectors = {sha256_text(t): v for t, v in zip(texts, vectors)}
+    ahead.seconds = time.perf_counter() - started
     return ahead
 
 
@@ -645,7 +658,7 @@ def _version(p: _Prepared) -> uuid.UUID:
     return p.version_id
 
 
-def _outcome(p: _Prepared) -> ItemOutcome:
+def _outcome(p: _Prepared, store_seconds: float) -> ItemOutcome:
     status = {"new": "ingested", "reactivate": "updated", "labels": "updated", "unchanged": "unchanged",
               "duplicate": "duplicate"}[p.action]
     reason = p.reason
@@ -657,7 +670,8 @@ def _outcome(p: _Prepared) -> ItemOutcome:
         reason = "; ".join(p.warnings)
     return ItemOutcome(source_uri=p.doc.source_uri, status=status, external_id=p.doc.external_id,  # type: ignore[arg-type]
                        doc_id=p.doc_id, doc_version_id=p.version_id,
-                       chunks=len(p.chunks) if p.action != "duplicate" else 0, reason=reason)
+                       chunks=len(p.chunks) if p.action != "duplicate" else 0, reason=reason,
+                       extract_seconds=p.extract_seconds, store_seconds=store_seconds)
 
 
 def _write_items(conn: psycopg.Connection[Any], col: Collection, run_id: uuid.UUID,
@@ -668,17 +682,22 @@ def _write_items(conn: psycopg.Connection[Any], col: Collection, run_id: uuid.UU
             "source_uris": [o.source_uri for _, o in items], "external_ids": [o.external_id for _, o in items],
             "statuses": [o.status for _, o in items], "codes": [o.error_code for _, o in items],
             "reasons": [o.reason for _, o in items], "doc_ids": [o.doc_id for _, o in items],
-            "versions": [o.doc_version_id for _, o in items], "chunks": [o.chunks for _, o in items]})
+            "versions": [o.doc_version_id for _, o in items], "chunks": [o.chunks for _, o in items],
+            "extract_seconds": [o.extract_seconds for _, o in items],
+            "store_seconds": [o.store_seconds for _, o in items]})
 
 
 def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
             started: float, ahead: _Ahead | None = None) -> None:
+    begun = time.perf_counter()
     with col.store.tenant(col.tenant) as conn:
         _plan(conn, col, batch, duplicates, state)
+    embedded_ahead = 0.0
     if ahead is not None and not ahead.counted:
         ahead.counted = True
         state.embedded += ahead.embedded
         state.cache_hits += ahead.cache_hits
+        embedded_ahead = ahead.seconds
     todo = [p for p in batch if p.action == "new"]
     vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state, ahead)
     _artifacts(col, [p for p in todo if p.artifact_uri is None])  # before the transaction, outside it
@@ -720,7 +739,8 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
                 conn.execute(statement, {"versions": activate, "collection_id": col.collection_id})
         if retire or activate or any(p.action == "labels" for p in batch):
             conn.execute(queries.BUMP_GENERATION, {"collection_id": col.collection_id})
-        outcomes = [(p.item_index, _outcome(p)) for p in batch]
+        shares = _shares(embedded_ahead + time.perf_counter() - begun, [len(p.chunks) + 1 for p in batch])
+        outcomes = [(p.item_index, _outcome(p, share)) for p, share in zip(batch, shares)]
         _write_items(conn, col, state.run_id, sorted(state.pending + outcomes, key=lambda x: x[0]))
         state.by_index.update(outcomes)
         for p in batch:
@@ -730,11 +750,18 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
     state.pending = []
 
 
+def _shares(seconds: float, weights: list[int]) -> list[float]:
+    """Seconds shared in proportion to weights."""
+    total = sum(weights) or 1
+    return [seconds * w / total for w in weights]
+
+
 def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
                       started: float, ahead: _Ahead | None = None) -> None:
     """Commit a batch; if it fails, commit its documents one by one so one bad item fails alone."""
     if not batch:
         return
+    begun = time.perf_counter()
     try:
         _commit(col, state, batch, duplicates, started, ahead)
         return
@@ -745,7 +772,9 @@ def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared],
                 "store_error" if isinstance(exc, psycopg.Error) else "unexpected_error")
             _fail(state, p.item_index, ItemOutcome(source_uri=p.doc.source_uri, status="failed",
                                                    external_id=p.doc.external_id, doc_id=p.doc_id,
-                                                   reason=storable(f"store: {str(exc).strip()}"), error_code=code))
+                                                   reason=storable(f"store: {str(exc).strip()}"), error_code=code,
+                                                   extract_seconds=p.extract_seconds,
+                                                   store_seconds=time.perf_counter() - begun))
             return
         if isinstance(exc, RagdError) and exc.code in STOP_CODES:
             raise  # not the documents' fault: stop the run
@@ -876,24 +905,28 @@ def run_ingest(
             stages.commit(lambda: _ahead(col, full),
                           lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
 
-        def add(doc: ExtractedDocument | Exception, uri: str) -> None:
+        def add(doc: ExtractedDocument | Exception, uri: str, seconds: float = 0.0) -> None:
+            """One item: `seconds` its share of its file's extraction."""
             nonlocal batch, batch_chunks
             index = state.take_index()
+            begun = time.perf_counter()
             if isinstance(doc, Exception):
-                failure = _failure(uri, doc)
+                failure = dataclasses.replace(_failure(uri, doc), extract_seconds=seconds)
                 stages.call(lambda: _fail(state, index, failure))
                 return
             try:
                 batch.append(prepare(col, doc, index, tags, metadata or {}))
+                batch[-1].extract_seconds = seconds + time.perf_counter() - begun
                 batch_chunks += len(batch[-1].chunks)
             except Exception as exc:  # of any kind: this item fails, the run goes on
-                failure = _failure(doc.source_uri, exc)
+                failure = dataclasses.replace(_failure(doc.source_uri, exc),
+                                              extract_seconds=seconds + time.perf_counter() - begun)
                 stages.call(lambda: _fail(state, index, failure))
             if len(batch) >= BATCH_DOCS or batch_chunks >= BATCH_CHUNKS:
                 commit(batch)
                 batch, batch_chunks = [], 0
 
-        for done, (src, extracted) in enumerate(extraction.each(sources), start=1):
+        for done, (src, extracted, seconds) in enumerate(extraction.each(sources), start=1):
             if isinstance(src, IngestError):
                 add(src, str(src).split(":")[0])
             else:
@@ -902,7 +935,8 @@ def run_ingest(
                     if name is not None:
                         doc = _renamed(doc, src.resolve(), name)
                     # a failure names the path as walked, not a link's target
-                    add(doc, f"upload:{name}" if name is not None else src.absolute().as_uri())
+                    add(doc, f"upload:{name}" if name is not None else src.absolute().as_uri(),
+                        seconds / len(extracted))
                     if on_progress and count % PROGRESS_RECORDS == 0:  # a file of many records shows it moves
                         on_progress(done - 1, total, f"{_display(Path(src.name))}: {count} records")
             if on_progress:

@@ -369,11 +369,12 @@ WHERE run_id = %(run_id)s"""
 
 INSERT_ITEMS = """
 INSERT INTO ingestion_items (run_id, item_index, tenant_id, source_uri, external_id, status, error_code, reason,
-                             doc_id, doc_version_id, chunk_count)
-SELECT %(run_id)s, i, %(tenant_id)s, u, e, s, c, r, d, v, n
+                             doc_id, doc_version_id, chunk_count, extract_seconds, store_seconds)
+SELECT %(run_id)s, i, %(tenant_id)s, u, e, s, c, r, d, v, n, xs, ss
 FROM unnest(%(indexes)b::int[], %(source_uris)b::text[], %(external_ids)b::text[], %(statuses)b::text[],
-            %(codes)b::text[], %(reasons)b::text[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(chunks)b::int[])
-     AS x(i, u, e, s, c, r, d, v, n)"""
+            %(codes)b::text[], %(reasons)b::text[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(chunks)b::int[],
+            %(extract_seconds)b::float8[], %(store_seconds)b::float8[])
+     AS x(i, u, e, s, c, r, d, v, n, xs, ss)"""
 
 LIST_RUNS = """
 SELECT r.run_id, c.name AS collection, r.status, r.stage, r.started_at, r.finished_at, r.stats, r.error
@@ -386,7 +387,8 @@ FROM ingestion_runs r JOIN collections c USING (collection_id) WHERE r.run_id::t
 ORDER BY r.started_at DESC LIMIT 2"""
 
 RUN_ITEMS = """
-SELECT item_index, source_uri, external_id, status, error_code, reason, doc_id, chunk_count
+SELECT item_index, source_uri, external_id, status, error_code, reason, doc_id, chunk_count, extract_seconds,
+       store_seconds
 FROM ingestion_items WHERE run_id = %(run_id)s ORDER BY item_index"""
 
 # -- retrieval ---------------------------------------------------------------------------------------
