@@ -387,19 +387,25 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
     else:
         _print(rows, icdar, cam, icdar_pdfs, cam_pdfs)
+    gate(rows, args.fail_under, "set", "table quality gate")
+
+
+def gate(rows: list[dict[str, Any]], floors: list[str], key: str, name: str) -> None:
+    """Exit 1 naming every floor ragd's figures fell under: floors are "WHERE:METRIC=VALUE", WHERE the row's `key`."""
     failed = []
-    for gate in args.fail_under:
-        where, _, floor = gate.rpartition("=")
-        set_name, _, metric = where.rpartition(":")
-        row = next((r for r in rows if r["system"] == "ragd" and r["set"] == set_name), None)
+    for floor in floors:
+        where, _, value = floor.rpartition("=")
+        label, _, metric = where.rpartition(":")
+        row = next((r for r in rows if r["system"] == "ragd" and r[key] == label), None)
         if row is None or metric not in row:
-            raise SystemExit(f"unknown gate {gate!r}: use SET:METRIC=VALUE with a set and metric of the table")
-        if row[metric] < float(floor):
-            failed.append(f"{set_name} {metric} {row[metric]:.3f} < {float(floor):.3f}")
+            raise SystemExit(f"unknown gate {floor!r}: use {key.upper()}:METRIC=VALUE with a {key} and metric of the "
+                             "table")
+        if row[metric] < float(value):
+            failed.append(f"{label} {metric} {row[metric]:.3f} < {float(value):.3f}")
     if failed:
-        raise SystemExit("table quality gate failed: " + "; ".join(failed))
-    if args.fail_under:
-        print(f"table quality gate: {len(args.fail_under)} floors held")
+        raise SystemExit(f"{name} failed: " + "; ".join(failed))
+    if floors:
+        print(f"{name}: {len(floors)} floors held")
 
 
 def _print(rows: list[dict[str, Any]], icdar: list[Truth], cam: list[tuple[Truth, Any]], icdar_pdfs: list[Path],

@@ -44,6 +44,7 @@ class Box:
     italic: bool = False
     font: str = ""  # the typeface, when the source names it (PDF): a change of face between lines starts a block
     table: Block | None = None
+    words: tuple[Box, ...] = ()  # a box joined from several words: them (tables split a box that runs over columns)
 
     @property
     def center(self) -> float:
@@ -131,7 +132,7 @@ def _merge(words: list[Box]) -> Box:
                x1=max(w.x1 for w in words), bottom=max(w.bottom for w in words), size=sizes[len(sizes) // 2],
                bold=sum(len(w.text) for w in words if w.bold) * 2 > sum(len(w.text) for w in words),
                italic=sum(len(w.text) for w in words if w.italic) * 2 > sum(len(w.text) for w in words),
-               font=_main_font(words))
+               font=_main_font(words), words=tuple(words) if len(words) > 1 else ())
 
 
 def _main_font(boxes: Sequence[Box]) -> str:
@@ -256,57 +257,120 @@ def _key(b: Box) -> tuple[float, float]:
     return (b.top, b.x0)
 
 
-MIN_GRID_COLUMNS = 3  # a page-level borderless table has this many columns; two-column ones are found per leaf
-MIN_GRID_ROWS = 3  # lines with a box in at least MIN_GRID_COLUMNS columns
+MIN_GRID_COLUMNS = 3  # a borderless table of words has this many columns; of labels and figures, two will do
+MIN_GRID_ROWS = 3  # lines with a box in at least two columns
+MIN_FIGURES = 0.6  # a two-column table's second column: this share of its cells are figures
 PROSE_WIDTH = 0.4  # a "column" whose boxes are this share of the page's text width, and long, is running text
 PROSE_FILL = 0.75  # boxes this share of their column's width (median), of PROSE_CHARS characters, are running text
 PROSE_CHARS = 25
+PROSE_GOES_ON = 0.3  # a column of running text: this share of its lines start in lower case at least
+WRAPPED = 0.75  # a line this close under the line above (of the usual gap between rows) continues its cells
+WRAP_GAP = 0.5  # of the text size: the most white between a cell's wrapped lines
+MAX_WRAPPED = 8  # the most wrapped lines of a cell
+MAX_HEAD = 6  # the most lines of a borderless table's header
+MAX_HEAD_ABOVE = 3  # ... of them above its first line of cells in two columns (a title over the figure columns)
+
+
+def is_figure(text: str) -> bool:
+    """A figure, maybe with a unit, sign or footnote mark: digits and at most three letters (in any script)."""
+    return any(ch.isdigit() for ch in text) and sum(1 for ch in text if ch.isalpha()) <= 3
 
 
 def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[Box]:
     """Borderless tables found on the whole page, before it is cut into columns (whose gutters a table's own
-    column gaps would otherwise pass for): runs of lines with boxes in three columns or more, joined across at
+    column gaps would otherwise pass for): runs of lines with boxes in two columns or more, joined across at
     most two lines with fewer (a section label, a wrapped cell), with the columns that most of those lines
-    share, and the lines just above that sit inside the columns as the header. Each table replaces its boxes
-    by one table box."""
+    share (two only when the second holds figures: a label and a figure), and the lines just above that sit
+    inside the columns as the header. A column of running text at the table's side (a page column beside the
+    table) is left to the text. Each table replaces its boxes by one table box."""
     free = [b for b in boxes if b.table is None]
-    if len(free) < MIN_GRID_COLUMNS * MIN_GRID_ROWS:
+    if len(free) < 2 * MIN_GRID_ROWS:
         return list(boxes)
     lines = [sorted(g, key=lambda b: b.x0) for g in _group_lines(free)]
     size = statistics.median(b.size for b in free)
     width = max(b.x1 for b in free) - min(b.x0 for b in free)
-    taken: set[int] = set()
+    # a box of words set in two columns is split where a gap wider than the page's spaces parts them
+    spaces = [w.x0 - v.x1 for b in free for v, w in zip(b.words, b.words[1:]) if w.x0 - v.x1 > TOUCHING * b.size]
+    space = statistics.median(spaces) if spaces else 0.25 * size
+    body_gap, head_gap = max(SPLIT_GAP * size, 1.5 * space), max(HEAD_SPLIT_GAP * size, 2.0 * space)
+    taken: set[int] = set()  # the boxes (ids) tables took
+    used: set[int] = set()  # the lines that gave a table a box
     tables: list[Box] = []
     i = 0
     while i < len(lines):
-        if len(lines[i]) < MIN_GRID_COLUMNS or TABLE_CAPTION.match(lines[i][0].text):
+        # a run starts at a line of three cells or more, or of a label and a figure, in type
+        # not much smaller than the page's (letters set sideways down a margin come out as tiny stacked lines)
+        if len(lines[i]) < 2 or (len(lines[i]) == 2 and not (is_figure(lines[i][1].text) and _word(lines[i][0])))\
+                or TABLE_CAPTION.match(lines[i][0].text) or statistics.median(b.size for b in lines[i]) < 0.5 * size:
             i += 1
             continue
-        last, k = i, i + 1
-        while k < len(lines) and _top(lines[k]) - _bottom(lines[k - 1]) <= 2.0 * size:
-            if len(lines[k]) >= MIN_GRID_COLUMNS:
-                last = k
-            elif k - last > 2:
-                break
+        last, k, loose = i, i + 1, 0
+        while k < len(lines) and _top(lines[k]) - _bottom(lines[k - 1]) <= 2.0 * size \
+                and not TABLE_NOTE.match(lines[k][0].text):  # ("Note:", "Source:" end a table)
+            if len(lines[k]) >= 2:
+                last, loose = k, 0
+            elif _top(lines[k]) - _bottom(lines[k - 1]) > WRAP_GAP * size or k - last > MAX_WRAPPED:
+                loose += 1  # (a cell's wrapped lines, set close, may be many)
+                if loose > 2:
+                    break
             k += 1
-        body = list(range(i, last + 1))
-        grid = _grid_columns([lines[j] for j in body if len(lines[j]) >= MIN_GRID_COLUMNS], width)
-        if grid is None:
+        # header lines at the top of the run (no figures but years) do not make columns: a header cell wider
+        # than its figures, or set differently, would make a column of its own
+        first = i
+        if any(_data_line(lines[j]) for j in range(i, last + 1)):
+            left = min(b.x0 for j in range(i, last + 1) for b in lines[j])
+            # (not a group's label alone, nor, under a first header line, a line with a row label)
+            while first - i < MAX_HEAD and not _data_line(lines[first]) \
+                    and any(len(lines[j]) >= 2 for j in range(first + 1, last + 1)) \
+                    and not ((len(lines[first]) == 1 or first > i) and lines[first][0].x0 <= left + size):
+                first += 1
+        # the columns come from the rows under the header; from the header too when the rows are too few (a
+        # table's last row or two, continued on a page of their own under its repeated header)
+        ruled = [lines[j] for j in range(first, last + 1) if len(lines[j]) >= 2]
+        if len(ruled) < MIN_GRID_ROWS:
+            ruled = [lines[j] for j in range(i, last + 1) if len(lines[j]) >= 2]
+        found = _grid_columns(ruled, width, free)
+        if found is None:
             i = last + 1
             continue
-        head: list[int] = []
+        grid, (left_text, right_text) = found
+        mine = [b for j in range(first, last + 1) for b in lines[j]
+                if left_text <= (b.x0 + b.x1) / 2 <= right_text and grid[0][0] <= b.x1 and b.x0 <= grid[-1][1]]
+        lo, hi = min(b.x0 for b in mine), max(b.x1 for b in mine)
+
+        def within(b: Box, lo: float = lo, hi: float = hi, reach: float = size) -> bool:
+            return lo - size <= b.x0 and b.x1 <= hi + reach
+
+        def beside(b: Box, left: float = left_text, right: float = right_text) -> bool:  # the text at its side
+            return b.x1 <= left or b.x0 >= right
+
+        rows = list(range(first, last + 1))
+        for j in range(last + 1, min(last + 1 + MAX_WRAPPED, len(lines))):  # the last row's wrapped lines
+            parts = [b for b in lines[j] if within(b)]
+            if not parts or len(parts) >= len(grid) or _top(lines[j]) - _bottom(lines[j - 1]) > WRAP_GAP * size:
+                break
+            rows.append(j)
+        while len(rows) > MIN_GRID_ROWS and _note([b for b in lines[rows[-1]] if within(b)], grid):
+            rows.pop()
+        head = list(range(i, first))
         j = i - 1
-        while j >= 0 and j not in taken and len(head) < 3 and not TABLE_CAPTION.match(lines[j][0].text) \
+        while j >= 0 and j not in used and len(head) < MAX_HEAD_ABOVE and not _caption(lines, j, size) \
                 and _top(lines[j + 1]) - _bottom(lines[j]) <= 1.5 * size \
-                and all(grid[0][0] - size <= b.x0 and b.x1 <= grid[-1][1] + size for b in lines[j]):
+                and any(within(b, reach=4 * size) for b in lines[j]) \
+                and all(within(b, reach=4 * size) or beside(b) for b in lines[j]):
             head.insert(0, j)
             j -= 1
-        tables.append(_grid_table([lines[h] for h in head], [lines[b] for b in body], grid))
-        taken.update(head + body)
-        i = last + 1
+        mine_by_line = {j: [b for b in lines[j] if (not beside(b) if j < first else within(b))] for j in (*head, *rows)}
+        cut = {j: [p for b in line for p in _split(b, grid, head_gap if j < first else body_gap)]
+               for j, line in mine_by_line.items()}
+        # (a header cell may reach past its figures: set right over figures set left)
+        tables.append(_grid_table([cut[h] for h in head], [cut[r] for r in rows if cut[r]], grid, size))
+        taken.update(id(b) for line in mine_by_line.values() for b in line)
+        used.update(cut)
+        i = rows[-1] + 1
     if not tables:
         return list(boxes)
-    kept = [b for k, line in enumerate(lines) if k not in taken for b in line]
+    kept = [b for b in free if id(b) not in taken]
     # page columns show in the text away from the tables (a table's header lines left out must not pass for one)
     away = [b for b in kept if all(b.bottom < t.top - 3 * size or b.top > t.bottom + 3 * size for t in tables)]
     gutter = _gutter(away) if whole_page else None
@@ -320,11 +384,72 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
         if across:
             inside = [b for b in free if any(t.top <= b.center <= t.bottom and t.x0 <= b.x0 and b.x1 <= t.x1
                                              for t in across)]
+            rest = [b for b in kept if b not in inside]
             again = [*borderless_tables([b for b in inside if b.x1 <= mid], whole_page=False),
                      *borderless_tables([b for b in inside if b.x1 > mid], whole_page=False)]
-            return [*[b for b in boxes if b.table is not None], *kept, *[t for t in tables if t not in across],
+            return [*[b for b in boxes if b.table is not None], *rest, *[t for t in tables if t not in across],
                     *again]
     return [*[b for b in boxes if b.table is not None], *kept, *tables]
+
+
+_YEAR = re.compile(r"(?:FY|Q[1-4]|H[12])\s*'?\d\d|(?:FY|Q[1-4]|H[12]|\d{1,2},)?\s*(?:19|20)\d\d[a-z]?|'\d\d"
+                   r"|(?:19|20)\d\d\s*[-/\u2013]\s*\d{2,4}")  # "2023", "FY24", "Q1 2024", "31, 2023", "2023/24"
+
+
+_AMOUNT = re.compile(r"[$\u20ac\u00a3\u00a5]\s*\d|\d[,.]\d")  # "$9,594 or less", "3.5 days"
+
+
+def _data_line(line: Sequence[Box]) -> bool:
+    """A line holding a figure other than a year ("2023", "FY2024", "2023/24"), or an amount in words ("$9,594 or
+    less"): a table's row, not its header."""
+    return any((is_figure(b.text) and not _YEAR.fullmatch(b.text)) or _AMOUNT.search(b.text) for b in line)
+
+
+SPLIT_GAP = 0.3  # of the text size (and 1.5 spaces): a gap this wide between words in two columns parts their cells
+HEAD_SPLIT_GAP = 0.5  # ... (and 2 spaces) in a header, whose titles span columns
+
+
+def _split(box: Box, grid: Grid, gap: float) -> list[Box]:
+    """A body box joined from words that lie in two columns or more (two figures set closer than the gap that
+    parts boxes) split where a gap wider than a space parts words of different columns."""
+    if len(box.words) < 2 or sum(1 for x0, x1 in grid if box.x0 < x1 and x0 < box.x1) < 2 \
+            or _merge(list(box.words)).text != box.text:  # (text rewritten since: right-to-left runs)
+        return [box]
+    groups = [[box.words[0]]]
+    for w in box.words[1:]:
+        last = groups[-1][-1]
+        if w.x0 - last.x1 >= gap and _column_at(w, grid) != _column_at(last, grid):
+            groups.append([w])
+        else:
+            groups[-1].append(w)
+    return [box] if len(groups) == 1 else [_merge(g) for g in groups]
+
+
+def _column_at(box: Box, grid: Grid) -> int:
+    """The column whose span holds the box's middle, else the nearest."""
+    middle = (box.x0 + box.x1) / 2
+    return min(range(len(grid)), key=lambda c: 0.0 if grid[c][0] <= middle <= grid[c][1]
+               else min(abs(middle - grid[c][0]), abs(middle - grid[c][1])))
+
+
+def _word(box: Box) -> bool:
+    """Three letters or digits at least ("Employment", "15-24"): a row's label, not a stray glyph."""
+    return sum(ch.isalnum() for ch in box.text) >= 3
+
+
+def _caption(lines: Sequence[Sequence[Box]], j: int, size: float) -> bool:
+    """Whether line j is a table's caption ("Table 3. ..."), or the last lines of one, set close under it."""
+    while True:
+        if TABLE_CAPTION.match(lines[j][0].text):
+            return True
+        if j == 0 or len(lines[j]) > 1 or _top(lines[j]) - _bottom(lines[j - 1]) > WRAP_GAP * size:
+            return False
+        j -= 1
+
+
+def _note(line: Sequence[Box], grid: Grid) -> bool:
+    """A line under a table that is one box running across its columns: a note, not a row."""
+    return len(line) == 1 and sum(1 for x0, x1 in grid if line[0].x0 < x1 and x0 < line[0].x1) >= 2
 
 
 def _both_sides(table: Box, boxes: Sequence[Box], mid: float) -> float:
@@ -343,11 +468,17 @@ def _bottom(line: Sequence[Box]) -> float:
     return max(b.bottom for b in line)
 
 
-def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float) -> list[tuple[float, float]] | None:
-    """The column spans most of these lines agree on: x ranges covered by a box in more than a fifth of the
-    lines, so a cell run into its neighbour on one line does not join two columns. None when there are too few
-    lines or columns, or when a column is running text (wide boxes of long text: the other column of a
-    two-column page beside a table)."""
+Grid = list[tuple[float, float]]
+
+
+def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float,
+                  page: Sequence[Box] = ()) -> tuple[Grid, tuple[float, float]] | None:
+    """The column spans most of these lines agree on (x ranges covered by a box in more than a fifth of the
+    lines, so a cell run into its neighbour on one line does not join two columns) and where the text left out
+    at their sides begins (infinite when there is none).
+    A column of running text at either side (wide boxes of long text, or lines of words filling the column that
+    go on above or below the table: a page column beside it) is left out. None when there are too few lines or
+    columns left, when two columns are not a label and figures, or when a column inside is running text."""
     if len(lines) < MIN_GRID_ROWS:
         return None
     edges = sorted({b.x0 for ln in lines for b in ln} | {b.x1 for ln in lines for b in ln})
@@ -361,16 +492,48 @@ def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float) -> list[tup
                 spans[-1][1] = b
             else:
                 spans.append([a, b])
-    if len(spans) < MIN_GRID_COLUMNS:
-        return None
     columns = [[b for ln in lines for b in ln if x0 <= (b.x0 + b.x1) / 2 <= x1] for x0, x1 in spans]
-    for inside in columns:
-        if inside and statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
-                and statistics.median(len(b.text) for b in inside) >= 40:
-            return None
+    prose = [_prose(inside, (x0, x1), page_width, lines, page) for inside, (x0, x1) in zip(columns, spans)]
+    left, right = float("-inf"), float("inf")  # where text left out at the sides begins
+    while spans and prose[-1]:
+        right = spans[-1][0]
+        spans, columns, prose = spans[:-1], columns[:-1], prose[:-1]
+    while spans and prose[0]:
+        left = spans[0][1]
+        spans, columns, prose = spans[1:], columns[1:], prose[1:]
+    if len(spans) < 2 or any(prose):
+        return None
+    if len(spans) < MIN_GRID_COLUMNS and (  # two columns: a label and a figure on most lines
+            sum(1 for b in columns[1] if is_figure(b.text)) < MIN_FIGURES * len(columns[1])
+            or len(columns[1]) < MIN_GRID_ROWS or not columns[0]
+            or statistics.median(len(b.text) for b in columns[0]) < 2):
+        return None
     if _running_text(columns, [(x0, x1) for x0, x1 in spans]):
         return None
-    return [(x0, x1) for x0, x1 in spans]
+    return [(x0, x1) for x0, x1 in spans], (left, right)
+
+
+def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, lines: Sequence[Sequence[Box]],
+           page: Sequence[Box]) -> bool:
+    """Whether a column's boxes are running text: wide and long, or filling the column with words and going on
+    above or below the lines (a column of the page beside a table, which its lines only happen to meet)."""
+    if not inside:
+        return False
+    if statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
+            and statistics.median(len(b.text) for b in inside) >= 40:
+        return True
+    x0, x1 = span
+    if not (statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_FILL * (x1 - x0)
+            and statistics.median(len(b.text) for b in inside) >= PROSE_CHARS and _wordy(inside)):
+        return False
+    # running text goes on from line to line (lines starting in lower case); row labels each start anew
+    if sum(1 for b in inside if b.text[:1].islower()) < PROSE_GOES_ON * len(inside):
+        return False
+    top, bottom = min(_top(ln) for ln in lines), max(_bottom(ln) for ln in lines)
+    size = statistics.median(b.size for b in inside)
+    beyond = [b for b in page if x0 - size <= b.x0 and b.x1 <= x1 + size
+              and (bottom < b.top <= bottom + 3 * size or top - 3 * size <= b.bottom < top)]
+    return len(beyond) >= 2
 
 
 def _running_text(columns: Sequence[Sequence[Box]], spans: Sequence[tuple[float, float]]) -> bool:
@@ -396,7 +559,38 @@ def _column_of(box: Box, grid: Sequence[tuple[float, float]]) -> int:
     return min(range(len(grid)), key=lambda c: min(abs(box.x0 - grid[c][1]), abs(box.x1 - grid[c][0])))
 
 
-def _grid_table(head: Sequence[Sequence[Box]], body: Sequence[Sequence[Box]], grid: list[tuple[float, float]]) -> Box:
+def _spanned(box: Box, grid: Sequence[tuple[float, float]], line: Sequence[Box]) -> tuple[int, int]:
+    """The columns a header box spans (first, count): one when it sits over one; a box over several (a title over
+    the figure columns, often narrower than they are) spans the widest run of columns centred under it among
+    those nearer to it than to its neighbours on the line (the row labels' column only when it is over it); a box
+    over several and centred over none is a cell wider than its column, reaching into the next."""
+    # a column's room: its span and half the gaps beside it
+    edges = [float("-inf"), *((a[1] + b[0]) / 2 for a, b in zip(grid, grid[1:])), float("inf")]
+    over = [c for c in range(len(grid)) if box.x0 < edges[c + 1] and edges[c] < box.x1]
+    middle = (box.x0 + box.x1) / 2
+    if len(line) == 1 and len(grid) > 2 and over and over[0] > 0 \
+            and abs((grid[1][0] + grid[-1][1]) / 2 - middle) <= max(box.size, 0.1 * (grid[-1][1] - grid[1][0])):
+        return 1, len(grid) - 1  # alone on its line and centred over all the columns right of the labels
+    if len(over) < 2:
+        return (over[0] if over else _column_of(box, grid)), 1
+    k = line.index(box)
+    lo = (line[k - 1].x0 + line[k - 1].x1 + 2 * middle) / 4 if k > 0 else float("-inf")
+    hi = (line[k + 1].x0 + line[k + 1].x1 + 2 * middle) / 4 if k + 1 < len(line) else float("inf")
+    free = [c for c, (x0, x1) in enumerate(grid) if lo <= (x0 + x1) / 2 <= hi and (c > 0 or 0 in over)]
+    best: tuple[int, int] | None = None
+    for first in (c for c in free if c <= over[0]):
+        for last in (c for c in free if c >= over[-1]):
+            width = grid[last][1] - grid[first][0]
+            if abs((grid[first][0] + grid[last][1]) / 2 - middle) <= max(box.size, 0.1 * width) \
+                    and (best is None or last - first + 1 > best[1]):
+                best = (first, last - first + 1)
+    if best is not None:
+        return best
+    return max(over, key=lambda c: min(box.x1, grid[c][1]) - max(box.x0, grid[c][0])), 1
+
+
+def _grid_table(head: Sequence[Sequence[Box]], body: Sequence[Sequence[Box]], grid: list[tuple[float, float]],
+                size: float) -> Box:
     def cells(lines: Sequence[Sequence[Box]]) -> list[str]:
         row = [""] * len(grid)
         for line in lines:
@@ -405,14 +599,98 @@ def _grid_table(head: Sequence[Sequence[Box]], body: Sequence[Sequence[Box]], gr
                 row[c] = f"{row[c]} {b.text}".strip()
         return [normalize_text(c) for c in row]
 
-    rows = [cells([line]) for line in body]
-    header, rows = (cells(head), rows) if head else (rows[0], rows[1:])
+    # header lines: a line of cells spanning columns (a title over the figure columns) is a row of its own; the
+    # lines of cells that wrap are joined, column by column
+    spans: list[list[int]] = []
+    top: list[list[str]] = []
+    joined: list[str] | None = None
+    for line in head:
+        placed = [(_spanned(b, grid, line) if len(line) < len(grid) else (_column_of(b, grid), 1), b) for b in line]
+        if any(n > 1 for (_, n), _ in placed):
+            if joined is not None:
+                top.append(joined)
+                joined = None
+            row = [""] * len(grid)
+            for (c, n), b in placed:
+                row[c] = f"{row[c]} {b.text}".strip()
+                if n > 1:
+                    spans.append([len(top), c, 1, n])
+            top.append([normalize_text(c) for c in row])
+        else:
+            more = cells([line])
+            joined = more if joined is None else [f"{a} {b}".strip() for a, b in zip(joined, more)]
+    if joined is not None:
+        top.append(joined)
+    rows = [*top, *(cells([line]) for line in _wrapped_joined(body, grid, size))]
+    header, rows = rows[0], rows[1:]
+    meta: dict[str, Any] = {"borderless": True}
+    if spans:
+        meta["spans"] = spans
     block = Block("table", table_text(header, rows), header=tuple(header), rows=tuple(tuple(r) for r in rows),
-                  meta={"borderless": True})
+                  meta=meta)
     every = [b for line in (*head, *body) for b in line]
     sizes = sorted(b.size for b in every)
     return Box("", min(b.x0 for b in every), min(b.top for b in every), max(b.x1 for b in every),
                max(b.bottom for b in every), sizes[len(sizes) // 2], table=block)
+
+
+def _wrapped_joined(lines: Sequence[Sequence[Box]], grid: Sequence[tuple[float, float]],
+                    size: float) -> list[list[Box]]:
+    """A table's lines as its rows: a line with fewer cells than the rows around it that sits closer to the line
+    above (or below) than rows sit to each other is a cell's wrapped text, joined to that row (a cell reads top to
+    bottom; a row may stand on its label's first line or its last); at equal spacing, a line that starts in lower
+    case continues the row above. Other lines with few cells (a group's label) stay rows of their own."""
+    if len(lines) < 2:
+        return [list(line) for line in lines]
+
+    def filled(line: Sequence[Box]) -> int:
+        return len({_column_of(b, grid) for b in line})
+
+    # a full row: as many cells as most lines of two cells or more have (wrapped lines may outnumber rows)
+    counts = sorted(filled(line) for line in lines)
+    multi = [c for c in counts if c >= 2]
+    full = multi[len(multi) // 2] if multi else counts[-1]
+    gaps = [_top(b) - _bottom(a) for a, b in zip(lines, lines[1:])]
+    # the usual gap between rows: between two full lines (the lower quartile, so blank lines between groups do not
+    # count); when too few full lines touch, the widest gap
+    between = sorted(g for g, a, b in zip(gaps, lines, lines[1:]) if filled(a) >= full and filled(b) >= full)
+    usual = between[len(between) // 4] if len(between) >= 3 else max(gaps)
+    tight = WRAPPED * usual if usual > 0.2 * size else -1.0  # no gap to tell by: rows set solid
+    out: list[list[Box]] = []
+    pending: list[Box] | None = None  # the first lines of a cell whose row stands on a line below
+    for k, line in enumerate(lines):
+        carried = pending is not None
+        row = _joined(pending, line, grid) if pending is not None else list(line)
+        pending = None
+        partial = filled(row) < full
+        if partial and not carried and out and filled(row) < filled(out[-1]) and (gaps[k - 1] < tight or (
+                gaps[k - 1] <= usual + 0.2 * size and row[0].text[:1].islower())):
+            out[-1] = _joined(out[-1], row, grid)
+        elif partial and k + 1 < len(lines) and gaps[k] < tight and (carried or k == 0 or gaps[k - 1] >= tight) \
+                and filled(row) < filled(lines[k + 1]) and not _over_figures(row, lines[k + 1], grid):
+            pending = row
+        else:
+            out.append(row)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _over_figures(line: Sequence[Box], below: Sequence[Box], grid: Sequence[tuple[float, float]]) -> bool:
+    """Whether a line has text over a figure of the line below (a header's last line over the first row, not the
+    first line of a row's label)."""
+    figures = {_column_of(b, grid) for b in below if is_figure(b.text)}
+    return any(_column_of(b, grid) in figures for b in line)
+
+
+def _joined(above: Sequence[Box], below: Sequence[Box], grid: Sequence[tuple[float, float]]) -> list[Box]:
+    """Two lines as one row: each column's text, the upper line's first."""
+    row: dict[int, Box] = {}
+    for b in [*above, *below]:
+        c = _column_of(b, grid)
+        row[c] = replace(row[c], text=f"{row[c].text} {b.text}", x0=min(row[c].x0, b.x0), x1=max(row[c].x1, b.x1),
+                         top=min(row[c].top, b.top), bottom=max(row[c].bottom, b.bottom)) if c in row else b
+    return [row[c] for c in sorted(row)]
 
 
 def _aligned_table(lines: list[Line], start: int, above: Sequence[Line] = ()) -> tuple[Block, int, int] | None:
@@ -624,10 +902,14 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
             blocks.append(Block("heading", block.text, level=levels[round(size, 1)], page=block.page, meta=block.meta))
         elif blocks and block.type == "table" and blocks[-1].type == "table" and _continues(blocks[-1], block):
             prev = blocks[-1]
-            merged = prev.rows + block.rows
+            repeated = 0  # header rows under the first repeated too (a row of years under a spanning title)
+            while repeated < min(3, len(block.rows), len(prev.rows)) and block.rows[repeated] == prev.rows[repeated]:
+                repeated += 1
+            more = block.rows[repeated:]
+            merged = prev.rows + more
             pages_ = sorted({*prev.meta.get("pages", [prev.page]), block.page})
             boxes = [*prev.meta.get("boxes", []), *block.meta.get("boxes", [])]
-            row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)), *[block.page] * len(block.rows)]
+            row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)), *[block.page] * len(more)]
             blocks[-1] = replace(prev, text=table_text(prev.header, merged), rows=merged,
                                  meta={**prev.meta, "pages": pages_, "boxes": boxes, "row_pages": row_pages})
         elif blocks and block.type == "paragraph" and blocks[-1].type in ("paragraph", "list") and _joins(

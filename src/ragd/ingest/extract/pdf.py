@@ -26,12 +26,13 @@ from .layout import (
     PageText,
     borderless_tables,
     finish,
+    is_figure,
     leaf_blocks,
     lines_to_boxes,
     reading_order,
 )
 from .ocr import ocr_engine, to_rgb
-from .office import table_block
+from .office import Span, table_block
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
 # a page with more characters than this share (and count) in fonts without a Unicode mapping is read by OCR;
@@ -43,11 +44,11 @@ _DIGITS = re.compile(r"\d+")
 _LONE_CID = re.compile(r"(?<!\S)\(cid:\d+\)(?!\S)")  # an unmapped glyph standing alone: a symbol-font bullet
 
 
-def _table_block(rows: list[list[str | None]]) -> Block | None:
+def _table_block(rows: list[list[str | None]], spans: list[Span] | None = None) -> Block | None:
     """A ruled table found by pdfplumber, when it has at least two rows and two columns: anything smaller is a
     box drawn around text, which stays text."""
     grid = [["" if c is None else _cell_text(c) for c in row] for row in rows]
-    block = table_block(grid)
+    block = table_block(grid, spans=spans)
     if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
         return None
     return block
@@ -72,15 +73,15 @@ def _cell_text(text: str) -> str:
     return "\n".join(visual_to_logical(_LONE_CID.sub("\u2022", line)) for line in text.split("\n"))
 
 
-def _ruled_grid(table: Any, rows: list[list[str | None]], words: list[dict[str, Any]]) -> list[list[str | None]]:
-    """A ruled table's cells as a reader sees them: a merged cell's text in every position it covers, a body row
-    drawn without rules between its lines split into those lines, and the columns and rows that only a partial
-    rule made (nothing in them but covered or empty positions) left out."""
-    texts: dict[tuple[float, ...], str | None] = {}
-    for row, values in zip(table.rows, rows):
-        for bbox, value in zip(row.cells, values):
-            if bbox is not None:
-                texts[tuple(bbox)] = value
+def _ruled_grid(table: Any, rows: list[list[str | None]],
+                words: list[dict[str, Any]]) -> tuple[list[list[str | None]], list[Span]]:
+    """A ruled table's cells as a reader sees them, and its merged cells: a merged cell's text once, at the first
+    position it covers, with its span; a body row drawn without rules between its lines split into those lines;
+    the columns and rows that only a partial rule made (nothing in them but covered or empty positions) left
+    out."""
+    cells: list[tuple[float, ...]] = [tuple(b) for row in table.rows for b in row.cells if b is not None]
+    starts: dict[tuple[float, ...], tuple[int, int]] = {}  # a cell's box -> the (row, column) its text is at
+    extent: dict[tuple[float, ...], list[int]] = {}  # a merged cell's box -> its last row and column
     columns = [c.bbox for c in table.columns]
     out: list[list[str | None]] = []
     for i, (row, values) in enumerate(zip(table.rows, rows)):
@@ -93,23 +94,27 @@ def _ruled_grid(table: Any, rows: list[list[str | None]], words: list[dict[str, 
         if lines:
             out.extend(lines)
             continue
-        filled = list(values)
+        r = len(out)
+        for j, bbox in enumerate(row.cells):
+            if bbox is not None:
+                starts[tuple(bbox)] = (r, j)
         for j, value in enumerate(values):
-            if value is None and j < len(columns):
-                x = (columns[j][0] + columns[j][2]) / 2
-                y = (row.bbox[1] + row.bbox[3]) / 2
-                filled[j] = next((t for b, t in texts.items() if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
-        out.append(filled)
+            if value is None and row.cells[j] is None and j < len(columns):
+                x, y = (columns[j][0] + columns[j][2]) / 2, (row.bbox[1] + row.bbox[3]) / 2
+                box = next((b for b in cells if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
+                if box is not None and box in starts:
+                    last = extent.setdefault(box, list(starts[box]))
+                    last[0], last[1] = max(last[0], r), max(last[1], j)
+        out.append(list(values))
     width = max((len(r) for r in rows), default=0)
     cols = [j for j in range(width) if any(j < len(r) and r[j] for r in rows)]
-    return [[row[j] for j in cols if j < len(row)] for row in out]
-
-
-
-
-def _figure(text: str) -> bool:
-    """A figure, maybe with a unit, sign or footnote mark: digits and at most three letters (in any script)."""
-    return any(ch.isdigit() for ch in text) and sum(1 for ch in text if ch.isalpha()) <= 3
+    kept = {j: k for k, j in enumerate(cols)}
+    spans: list[Span] = []
+    for box, (r1, c1) in extent.items():
+        r0, c0 = starts[box]
+        if c0 in kept:
+            spans.append((r0, kept[c0], r1 - r0 + 1, sum(1 for j in range(c0, c1 + 1) if j in kept)))
+    return [[row[j] for j in cols if j < len(row)] for row in out], sorted(spans)
 
 
 def _merged_lines(cells: list[tuple[float, float, float, float]],
@@ -138,7 +143,7 @@ def _merged_lines(cells: list[tuple[float, float, float, float]],
     split = [[" ".join(w["text"] for w in sorted(ws, key=lambda w: w["x0"]) if band_of(w) == k) for ws in per_cell]
              for k in range(len(bands))]
     multi = [j for j in range(len(cells)) if sum(1 for r in split if r[j]) >= 3]
-    numeric = [j for j in multi if sum(1 for r in split if _figure(r[j])) * 3 >= 2 * sum(1 for r in split if r[j])]
+    numeric = [j for j in multi if sum(1 for r in split if is_figure(r[j])) * 3 >= 2 * sum(1 for r in split if r[j])]
     across = sum(1 for r in split if sum(1 for c in r if c) >= 2)  # lines that run across the row (half at least)
     if len(multi) < 2 or not numeric or across * 2 < len(split):
         return None
@@ -412,7 +417,7 @@ def _text_page(page: Any) -> list[Box]:
             bottom = table.rows[filled[-1]].bbox[1] if note else bottom
             raw = [r if filled[0] < i < filled[-1] or (i == filled[0] and not caption)
                    or (i == filled[-1] and not note) else [None] * len(r) for i, r in enumerate(raw)]
-        block = _table_block(_ruled_grid(table, raw, words))
+        block = _table_block(*_ruled_grid(table, raw, words))
         if block is not None:
             block = _finer(block, (x0, top, x1, bottom), words)
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
@@ -426,6 +431,7 @@ def _text_page(page: Any) -> list[Box]:
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ])
     boxes = borderless_tables([replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(outside)])
+    boxes = [replace(b, words=()) if b.words else b for b in boxes]  # (needed by the tables only: not spooled)
     # a table's box carries the size of the text around it, so paragraphs after it are not mistaken for headings
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
