@@ -29,11 +29,11 @@ TABLES ?= ../shared/data/docs/tables
 TABLE_GATES ?= --fail-under "icdar2013 all:cell_acc=0.94" --fail-under "icdar2013 all:adj_f1=0.96" \
 	--fail-under "icdar2013 all:cols_ok=0.95" --fail-under "icdar2013 held-out:cell_acc=0.92" \
 	--fail-under "camelot:cell_acc=0.77"
-# Generated table layouts (bench/tablegen.py), on seed 7, which no rule was tuned on (seed 31 was): all 0.973,
-# wrapped labels 0.945, two-column 0.949, spanning headers 0.970, across pages 0.972, beside running text 0.818.
+# Generated table layouts (bench/tablegen.py), on seed 7, which no rule was tuned on (seed 31 was): all 0.979,
+# wrapped labels 0.955, two-column 0.957, spanning headers 0.971, across pages 0.972, beside running text 0.893.
 TABLEGEN_GATES ?= --layouts 400 --seed 7 --fail-under all:cell_acc=0.95 --fail-under shape=wrapped:cell_acc=0.92 \
 	--fail-under shape=two-column:cell_acc=0.92 --fail-under header=spanning:cell_acc=0.94 \
-	--fail-under context=across-pages:cell_acc=0.94 --fail-under context=beside:cell_acc=0.78
+	--fail-under context=across-pages:cell_acc=0.94 --fail-under context=beside:cell_acc=0.85
 
 $(BIN)/ragd: pyproject.toml
 	$(PY) -m venv $(VENV)

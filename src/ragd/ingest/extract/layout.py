@@ -263,7 +263,9 @@ MIN_FIGURES = 0.6  # a two-column table's second column: this share of its cells
 PROSE_WIDTH = 0.4  # a "column" whose boxes are this share of the page's text width, and long, is running text
 PROSE_FILL = 0.75  # boxes this share of their column's width (median), of PROSE_CHARS characters, are running text
 PROSE_CHARS = 25
-PROSE_GOES_ON = 0.3  # a column of running text: this share of its lines start in lower case at least
+PROSE_GOES_ON = 0.3  # a column of running text beside a table: this share of its lines start in lower case,
+SIDE_FILL = 0.6  # ... its lines fill this share of its width (median)
+SIDE_CHARS = 15  # ... and are this many characters long (median)
 WRAPPED = 0.75  # a line this close under the line above (of the usual gap between rows) continues its cells
 WRAP_GAP = 0.5  # of the text size: the most white between a cell's wrapped lines
 MAX_WRAPPED = 8  # the most wrapped lines of a cell
@@ -305,12 +307,15 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
             i += 1
             continue
         last, k, loose = i, i + 1, 0
+        reach = (lines[i][0].x0, lines[i][-1].x1)  # how wide the run's lines of cells go
         while k < len(lines) and _top(lines[k]) - _bottom(lines[k - 1]) <= 2.0 * size \
                 and not TABLE_NOTE.match(lines[k][0].text):  # ("Note:", "Source:" end a table)
             if len(lines[k]) >= 2:
                 last, loose = k, 0
-            elif _top(lines[k]) - _bottom(lines[k - 1]) > WRAP_GAP * size or k - last > MAX_WRAPPED:
-                loose += 1  # (a cell's wrapped lines, set close, may be many)
+                reach = (min(reach[0], lines[k][0].x0), max(reach[1], lines[k][-1].x1))
+            elif _top(lines[k]) - _bottom(lines[k - 1]) > WRAP_GAP * size or k - last > MAX_WRAPPED \
+                    or lines[k][0].x1 - lines[k][0].x0 > 0.5 * (reach[1] - reach[0]):
+                loose += 1  # (a cell's wrapped lines, set close and narrow, may be many; a paragraph's are wide)
                 if loose > 2:
                     break
             k += 1
@@ -523,11 +528,11 @@ def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, 
             and statistics.median(len(b.text) for b in inside) >= 40:
         return True
     x0, x1 = span
-    if not (statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_FILL * (x1 - x0)
-            and statistics.median(len(b.text) for b in inside) >= PROSE_CHARS and _wordy(inside)):
-        return False
-    # running text goes on from line to line (lines starting in lower case); row labels each start anew
-    if sum(1 for b in inside if b.text[:1].islower()) < PROSE_GOES_ON * len(inside):
+    # lines of words that fill the column (a narrow column of running text too) and go on from line to line
+    # (lines starting in lower case), where row labels each start anew
+    if not (statistics.median(b.x1 - b.x0 for b in inside) >= SIDE_FILL * (x1 - x0)
+            and statistics.median(len(b.text) for b in inside) >= SIDE_CHARS and _wordy(inside)
+            and sum(1 for b in inside if b.text[:1].islower()) >= PROSE_GOES_ON * len(inside)):
         return False
     top, bottom = min(_top(ln) for ln in lines), max(_bottom(ln) for ln in lines)
     size = statistics.median(b.size for b in inside)
@@ -568,7 +573,7 @@ def _spanned(box: Box, grid: Sequence[tuple[float, float]], line: Sequence[Box])
     edges = [float("-inf"), *((a[1] + b[0]) / 2 for a, b in zip(grid, grid[1:])), float("inf")]
     over = [c for c in range(len(grid)) if box.x0 < edges[c + 1] and edges[c] < box.x1]
     middle = (box.x0 + box.x1) / 2
-    if len(line) == 1 and len(grid) > 2 and over and over[0] > 0 \
+    if len(line) == 1 and len(grid) > 2 and middle > grid[0][1] \
             and abs((grid[1][0] + grid[-1][1]) / 2 - middle) <= max(box.size, 0.1 * (grid[-1][1] - grid[1][0])):
         return 1, len(grid) - 1  # alone on its line and centred over all the columns right of the labels
     if len(over) < 2:
