@@ -553,3 +553,35 @@ def test_a_label_wrapped_onto_more_lines_stays_in_its_row(tmp_path: Path) -> Non
                               ["Revenue from contracts with customers, excluding leases", "1,200", "1,100"],
                               ["Cost of sales", "(800)", "(750)"],
                               ["Administrative expenses and other operating costs", "150", "140"]]]
+
+
+def test_figures_set_closer_than_a_column_gap_stay_in_their_columns(tmp_path: Path) -> None:
+    # one row's two figures are set 5 points apart (words closer than the text size join into one box): the
+    # columns the other rows agree on split them again
+    path = _draw(tmp_path / "close.pdf", [
+        (100, "", ["200:>2022", "260:>2023", "320:>2024"]),
+        (115, "", ["72:Gujarat", "200:>26,328,400", "260:>6,922,900", "320:>42,000"]),
+        (130, "", ["72:Haryana", "200:>15,156,681", "260:>1,333,527", "320:>40,100"]),
+        (145, "", ["72:Kerala", "200:>27,923,965", "205:12,664,000", "320:>0"]),
+        (160, "", ["72:Punjab", "200:>19,775,485", "260:>2,208,343", "320:>2,470"]),
+    ])
+    [table] = _tables(path)
+    assert table[3] == ["Kerala", "27,923,965", "12,664,000", "0"]
+
+
+def test_a_title_centred_over_the_figure_columns_is_stored_once_with_its_span(tmp_path: Path) -> None:
+    path = _draw(tmp_path / "title.pdf", [
+        (100, "", ["260:Year ended December 31,"]),
+        (115, "", ["260:>2022", "320:>2023", "380:>2024"]),
+        (130, "", ["72:Revenue", "260:>1,200", "320:>1,100", "380:>1,000"]),
+        (145, "", ["72:Cost of sales", "260:>(800)", "320:>(750)", "380:>(700)"]),
+        (160, "", ["72:Gross margin", "260:>400", "320:>350", "380:>300"]),
+    ])
+    from ragd.ingest.extract import EXTRACTORS
+
+    data = path.read_bytes()
+    [doc] = EXTRACTORS["pdf"].extract(Source(path, data, path.as_posix(), path.as_uri()), ExtractOptions())
+    assert isinstance(doc, ExtractedDocument)
+    [table] = [b for b in doc.blocks if b.type == "table"]
+    assert table.header == ("", "Year ended December 31,", "", "") and table.rows[0] == ("", "2022", "2023", "2024")
+    assert table.meta["spans"] == [[0, 1, 1, 3]]

@@ -293,7 +293,7 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
     width = max(b.x1 for b in free) - min(b.x0 for b in free)
     # a box of words set in two columns is split where a gap wider than the page's spaces parts them
     spaces = [w.x0 - v.x1 for b in free for v, w in zip(b.words, b.words[1:]) if w.x0 - v.x1 > TOUCHING * b.size]
-    space = statistics.median(spaces) if spaces else 0.25 * size
+    space = statistics.median(spaces) if len(spaces) >= 10 else 0.25 * size  # (too few to tell: a usual space)
     body_gap, head_gap = max(SPLIT_GAP * size, 1.5 * space), max(HEAD_SPLIT_GAP * size, 2.0 * space)
     taken: set[int] = set()  # the boxes (ids) tables took
     used: set[int] = set()  # the lines that gave a table a box
@@ -334,7 +334,7 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
         ruled = [lines[j] for j in range(first, last + 1) if len(lines[j]) >= 2]
         if len(ruled) < MIN_GRID_ROWS:
             ruled = [lines[j] for j in range(i, last + 1) if len(lines[j]) >= 2]
-        found = _grid_columns(ruled, width, free)
+        found = _grid_columns(ruled, width, free, body_gap)
         if found is None:
             i = last + 1
             continue
@@ -476,22 +476,24 @@ def _bottom(line: Sequence[Box]) -> float:
 Grid = list[tuple[float, float]]
 
 
-def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float,
-                  page: Sequence[Box] = ()) -> tuple[Grid, tuple[float, float]] | None:
+def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float, page: Sequence[Box] = (),
+                  gap: float = float("inf")) -> tuple[Grid, tuple[float, float]] | None:
     """The column spans most of these lines agree on (x ranges covered by a box in more than a fifth of the
-    lines, so a cell run into its neighbour on one line does not join two columns) and where the text left out
-    at their sides begins (infinite when there is none).
+    lines, so a cell run into its neighbour on one line does not join two columns; a box counted as its runs of
+    words parted by `gap` or more, so two figures set closer than the gap that parts boxes do not join theirs)
+    and where the text left out at their sides begins (infinite when there is none).
     A column of running text at either side (wide boxes of long text, or lines of words filling the column that
     go on above or below the table: a page column beside it) is left out. None when there are too few lines or
     columns left, when two columns are not a label and figures, or when a column inside is running text."""
     if len(lines) < MIN_GRID_ROWS:
         return None
-    edges = sorted({b.x0 for ln in lines for b in ln} | {b.x1 for ln in lines for b in ln})
+    runs = [[r for b in ln for r in _runs(b, gap)] for ln in lines]
+    edges = sorted({x for ln in runs for r in ln for x in r})
     limit = len(lines) / 5
     spans: list[list[float]] = []
     for a, b in zip(edges, edges[1:]):
         mid = (a + b) / 2
-        covered = sum(1 for ln in lines if any(x.x0 <= mid <= x.x1 for x in ln))
+        covered = sum(1 for ln in runs if any(x0 <= mid <= x1 for x0, x1 in ln))
         if covered > limit:
             if spans and spans[-1][1] == a:
                 spans[-1][1] = b
@@ -516,6 +518,19 @@ def _grid_columns(lines: Sequence[Sequence[Box]], page_width: float,
     if _running_text(columns, [(x0, x1) for x0, x1 in spans]):
         return None
     return [(x0, x1) for x0, x1 in spans], (left, right)
+
+
+def _runs(box: Box, gap: float) -> list[tuple[float, float]]:
+    """A box's extent, or that of each run of its words parted by `gap` or more."""
+    if len(box.words) < 2:
+        return [(box.x0, box.x1)]
+    out = [[box.words[0].x0, box.words[0].x1]]
+    for w in box.words[1:]:
+        if w.x0 - out[-1][1] >= gap:
+            out.append([w.x0, w.x1])
+        else:
+            out[-1][1] = max(out[-1][1], w.x1)
+    return [(a, b) for a, b in out]
 
 
 def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, lines: Sequence[Sequence[Box]],
