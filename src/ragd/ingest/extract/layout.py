@@ -309,13 +309,18 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
         last, k, loose = i, i + 1, 0
         reach = (lines[i][0].x0, lines[i][-1].x1)  # how wide the run's lines of cells go
         while k < len(lines) and _top(lines[k]) - _bottom(lines[k - 1]) <= 2.0 * size \
-                and not TABLE_NOTE.match(lines[k][0].text):  # ("Note:", "Source:" end a table)
+                and not TABLE_NOTE.match(lines[k][0].text) and not _footnote(lines[k]) \
+                and not (len(lines[k]) == 1 and lines[k][0].x1 > reach[1] + 2 * size
+                         and lines[k][0].x1 - lines[k][0].x0 > 0.5 * (reach[1] - reach[0])):
+            # (notes end a table, and so does a wide line of one box running past it: a paragraph)
             if len(lines[k]) >= 2:
                 last, loose = k, 0
                 reach = (min(reach[0], lines[k][0].x0), max(reach[1], lines[k][-1].x1))
-            elif _top(lines[k]) - _bottom(lines[k - 1]) > WRAP_GAP * size or k - last > MAX_WRAPPED \
+            elif loose or _top(lines[k]) - _bottom(lines[k - 1]) > WRAP_GAP * size or k - last > MAX_WRAPPED \
                     or lines[k][0].x1 - lines[k][0].x0 > 0.5 * (reach[1] - reach[0]):
-                loose += 1  # (a cell's wrapped lines, set close and narrow, may be many; a paragraph's are wide)
+                # (a cell's wrapped lines, set close and narrow, may be many; a paragraph's are wide, and after
+                # one of them every line of one cell counts)
+                loose += 1
                 if loose > 2:
                     break
             k += 1
@@ -435,6 +440,15 @@ def _column_at(box: Box, grid: Grid) -> int:
     middle = (box.x0 + box.x1) / 2
     return min(range(len(grid)), key=lambda c: 0.0 if grid[c][0] <= middle <= grid[c][1]
                else min(abs(middle - grid[c][0]), abs(middle - grid[c][1])))
+
+
+_MARKED = re.compile(r"(?:\(?\d{1,2}\)|\d{1,2}|[a-z]|\*{1,3}|[\u2020\u2021\u00a7\u00b6])\s+[A-Z]\w*\s+\w")
+
+
+def _footnote(line: Sequence[Box]) -> bool:
+    """A note under a table: a mark ("1", "(a)", "*", "\u2020"), then a sentence, and no figure on the line."""
+    return len(line[0].text) >= 20 and bool(_MARKED.match(line[0].text)) \
+        and not any(is_figure(b.text) for b in line[1:])
 
 
 def _word(box: Box) -> bool:
