@@ -25,10 +25,10 @@ LOOKALIKE_GATES ?= --fail-under answers:abstain_recall=0.52 --fail-under answers
 	--fail-over answers:wrong_document_answers=0.62
 TABLES ?= ../shared/data/docs/tables
 # PDF tables (bench/tables.py, ragd alone): ICDAR 2013 dev half measured cell accuracy 0.966, adjacency F1 0.985,
-# columns right 0.977, held-out third 0.949; camelot's expected tables 0.800: floors a few points below.
+# columns right 0.977, held-out third 0.949; camelot's expected tables 0.821: floors a few points below.
 TABLE_GATES ?= --fail-under "icdar2013 all:cell_acc=0.94" --fail-under "icdar2013 all:adj_f1=0.96" \
 	--fail-under "icdar2013 all:cols_ok=0.95" --fail-under "icdar2013 held-out:cell_acc=0.92" \
-	--fail-under "camelot:cell_acc=0.77"
+	--fail-under "camelot:cell_acc=0.79"
 # Generated table layouts (bench/tablegen.py), on seed 7, which no rule was tuned on (seed 31 was): all 0.979,
 # wrapped labels 0.955, two-column 0.957, spanning headers 0.971, across pages 0.972, beside running text 0.893.
 TABLEGEN_GATES ?= --layouts 400 --seed 7 --fail-under all:cell_acc=0.95 --fail-under shape=wrapped:cell_acc=0.92 \

@@ -483,12 +483,12 @@ def test_pdf_open_sided_ruled_table_and_borderless_header_on_two_lines() -> None
     assert len(korean) == 1 and [r[0] for r in korean[0].rows] == ["분류", "분류 기준", "대상 질병", "U코드"]
     assert korean[0].rows[0] == ("분류", "1군 감염병", "1급 감염병")
     assert korean[0].rows[-1][2].startswith("◦ 대상질병에 U코드 일부(3종) 포함")
-    # a bold header over two lines ("State funded / legal aid") and empty corner cells, above borderless rows;
-    # MyriadBd is bold
+    # a bold header over two lines ("State funded / legal aid") and an empty corner cell, above borderless rows
+    # whose labels are bulleted (the bullet stays with its label: not a column of its own); MyriadBd is bold
     legal = [b for b in extract(DOCLING_PDF / "table_mislabeled_as_picture.pdf").blocks if b.type == "table"]
-    assert [t.header for t in legal] == [("", "", "State funded legal aid", "CSOs")]
-    assert [r[1] for r in legal[0].rows][:2] == ["Persons with disabilities", "Children"]
-    assert all(r[2:] == ("*", "*") for r in legal[0].rows) and len(legal[0].rows) == 7
+    assert [t.header for t in legal] == [("", "State funded legal aid", "CSOs")]
+    assert [r[0] for r in legal[0].rows][:2] == ["\u2022 Persons with disabilities", "\u2022 Children"]
+    assert all(r[1:] == ("*", "*") for r in legal[0].rows) and len(legal[0].rows) == 7
     # a two-level header whose outer sides are open: all 8 columns, the spanning "TEDs" stored once over its
     # three, the cells beside it spanning both header rows
     arxiv = tables(extract(DOCLING_PDF / "2305.03393v1-pg9.pdf"),

@@ -288,8 +288,9 @@ def borderless_tables(boxes: Sequence[Box], *, whole_page: bool = True) -> list[
     free = [b for b in boxes if b.table is None]
     if len(free) < 2 * MIN_GRID_ROWS:
         return list(boxes)
-    lines = [sorted(g, key=lambda b: b.x0) for g in _group_lines(free)]
     size = statistics.median(b.size for b in free)
+    lines = [_bulleted(sorted(g, key=lambda b: b.x0), size) for g in _group_lines(free)]
+    free = [b for line in lines for b in line]  # (a lone bullet joined to its text: one box)
     width = max(b.x1 for b in free) - min(b.x0 for b in free)
     # a box of words set in two columns is split where a gap wider than the page's spaces parts them
     spaces = [w.x0 - v.x1 for b in free for v, w in zip(b.words, b.words[1:]) if w.x0 - v.x1 > TOUCHING * b.size]
@@ -551,17 +552,16 @@ def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, 
            page: Sequence[Box]) -> bool:
     """Whether a column's boxes are running text: wide and long, or filling the column with words and going on
     above or below the lines (a column of the page beside a table, which its lines only happen to meet)."""
-    if not inside:
+    # running text goes on from line to line (lines starting in lower case), where row labels each start anew
+    if not inside or sum(1 for b in inside if b.text[:1].islower()) < PROSE_GOES_ON * len(inside):
         return False
     if statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
             and statistics.median(len(b.text) for b in inside) >= 40:
         return True
     x0, x1 = span
-    # lines of words that fill the column (a narrow column of running text too) and go on from line to line
-    # (lines starting in lower case), where row labels each start anew
+    # lines of words that fill the column (a narrow column of running text too), going on above or below
     if not (statistics.median(b.x1 - b.x0 for b in inside) >= SIDE_FILL * (x1 - x0)
-            and statistics.median(len(b.text) for b in inside) >= SIDE_CHARS and _wordy(inside)
-            and sum(1 for b in inside if b.text[:1].islower()) >= PROSE_GOES_ON * len(inside)):
+            and statistics.median(len(b.text) for b in inside) >= SIDE_CHARS and _wordy(inside)):
         return False
     top, bottom = min(_top(ln) for ln in lines), max(_bottom(ln) for ln in lines)
     size = statistics.median(b.size for b in inside)
@@ -698,7 +698,7 @@ def _wrapped_joined(lines: Sequence[Sequence[Box]], grid: Sequence[tuple[float, 
         pending = None
         partial = filled(row) < full
         if partial and not carried and out and filled(row) < filled(out[-1]) and (gaps[k - 1] < tight or (
-                gaps[k - 1] <= usual + 0.2 * size and row[0].text[:1].islower())):
+                gaps[k - 1] <= usual + 0.2 * size and (row[0].text[:1].islower() or _more_items(row, out[-1], grid)))):
             out[-1] = _joined(out[-1], row, grid)
         elif partial and k + 1 < len(lines) and gaps[k] < tight and (carried or k == 0 or gaps[k - 1] >= tight) \
                 and filled(row) < filled(lines[k + 1]) and not _over_figures(row, lines[k + 1], grid):
@@ -707,6 +707,28 @@ def _wrapped_joined(lines: Sequence[Sequence[Box]], grid: Sequence[tuple[float, 
             out.append(row)
     if pending is not None:
         out.append(pending)
+    return out
+
+
+_GLYPHS = "\u2022\u25cf\u25aa\u25a0\u2023\u2043\u25e6"  # bullets drawn as glyphs (not a dash: a table's nil)
+
+
+def _more_items(row: Sequence[Box], above: Sequence[Box], grid: Sequence[tuple[float, float]]) -> bool:
+    """A line whose cells are the next items of lists in the row above's cells (each starts with a bullet under a
+    cell that does), its row label empty: a cell holding a list, not a row."""
+    cells = {_column_of(b, grid): b.text for b in above}
+    return all(_column_of(b, grid) > 0 and b.text[:1] in _GLYPHS and cells.get(_column_of(b, grid), "")[:1] in _GLYPHS
+               for b in row)
+
+
+def _bulleted(line: list[Box], size: float) -> list[Box]:
+    """A line with each lone bullet joined to the text after it: a list item inside a cell, not a column."""
+    out: list[Box] = []
+    for b in line:
+        if out and out[-1].text in _GLYPHS and b.x0 - out[-1].x1 <= 3 * size:
+            out[-1] = replace(b, text=f"{out[-1].text} {b.text}", x0=out[-1].x0, words=())
+        else:
+            out.append(b)
     return out
 
 
