@@ -37,7 +37,6 @@ import json
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +47,7 @@ from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen import canvas
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tables import Score, Table, bag, camelot_tables, cells_right, compact, gate, ragd_tables, score_pair
+from tables import Score, Table, bag, camelot_tables, cells_right, compact, gate, run_ragd, score_pair
 
 DIMENSIONS: dict[str, tuple[str, ...]] = {
     "rules": ("none", "horizontal", "grid", "frame"),
@@ -417,7 +416,7 @@ class Results:
         return out
 
 
-def run(system: str, items: list[tuple[Layout, Path]],
+def run(items: list[tuple[Layout, Path]],
         extract: Callable[[list[Path]], dict[str, tuple[list[Table], str | None, float]]]) -> Results:
     res = Results()
     found = extract([p for _, p in items])
@@ -425,15 +424,6 @@ def run(system: str, items: list[tuple[Layout, Path]],
         tables, error, seconds = found[path.name]
         res.add(item, tables, seconds, error)
     return res
-
-
-def ragd_all(paths: list[Path]) -> dict[str, tuple[list[Table], str | None, float]]:
-    out = {}
-    for path in paths:
-        started = time.perf_counter()
-        tables, error = ragd_tables(path)
-        out[path.name] = (tables, error, time.perf_counter() - started)
-    return out
 
 
 def main() -> None:
@@ -459,9 +449,9 @@ def main() -> None:
                 path.with_suffix(".json").write_text(json.dumps({"choice": item.choice,
                                                                  "tables": [t.grid for t in item.tables]}))
             items.append((item, path))
-        systems = {"ragd": run("ragd", items, ragd_all)}
+        systems = {"ragd": run(items, run_ragd)}
         for flavor in [f for f in args.camelot.split(",") if f]:
-            systems[f"camelot-{flavor}"] = run(flavor, items, lambda paths, f=flavor: camelot_tables(f, paths))
+            systems[f"camelot-{flavor}"] = run(items, lambda paths, f=flavor: camelot_tables(f, paths))
     rows = [{"system": name, **row} for name, res in systems.items() for row in res.rows()]
     if args.json:
         print(json.dumps(rows, indent=2))

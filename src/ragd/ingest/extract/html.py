@@ -220,9 +220,7 @@ def _tables(table: Any) -> list[Block]:
             row.extend([_text(cell)] + [""] * (colspan - 1))
         _skip_covered(row, covered)
         for c in [c for c in covered if c >= len(row)]:  # a spanning cell beyond this row's last cell
-            covered[c] -= 1
-            if not covered[c]:
-                del covered[c]
+            _cover(covered, c)
         grid.append(row)
     caption = next((_text(c) for c in table if _tag(c) == "caption"), "")
     block = table_block(grid, None, spans, **({"caption": caption} if caption else {}))
@@ -232,11 +230,15 @@ def _tables(table: Any) -> list[Block]:
 def _skip_covered(row: list[str], covered: dict[int, int]) -> None:
     """Leave empty the positions of this row that cells spanning down from rows above cover."""
     while len(row) in covered:
-        column = len(row)
+        _cover(covered, len(row))
         row.append("")
-        covered[column] -= 1
-        if not covered[column]:
-            del covered[column]
+
+
+def _cover(covered: dict[int, int], column: int) -> None:
+    """One more row of `column` covered by the cell spanning down over it."""
+    covered[column] -= 1
+    if not covered[column]:
+        del covered[column]
 
 
 def _content_root(tree: Any) -> tuple[Any, bool]:

@@ -558,11 +558,10 @@ def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, 
     if statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_WIDTH * page_width \
             and statistics.median(len(b.text) for b in inside) >= 40:
         return True
-    x0, x1 = span
     # lines of words that fill the column (a narrow column of running text too), going on above or below
-    if not (statistics.median(b.x1 - b.x0 for b in inside) >= SIDE_FILL * (x1 - x0)
-            and statistics.median(len(b.text) for b in inside) >= SIDE_CHARS and _wordy(inside)):
+    if not _fills(inside, span, SIDE_FILL, SIDE_CHARS):
         return False
+    x0, x1 = span
     top, bottom = min(_top(ln) for ln in lines), max(_bottom(ln) for ln in lines)
     size = statistics.median(b.size for b in inside)
     beyond = [b for b in page if x0 - size <= b.x0 and b.x1 <= x1 + size
@@ -573,10 +572,14 @@ def _prose(inside: Sequence[Box], span: tuple[float, float], page_width: float, 
 def _running_text(columns: Sequence[Sequence[Box]], spans: Sequence[tuple[float, float]]) -> bool:
     """Columns of running text (a page set in three columns or more), not a table: two thirds of the columns hold
     lines of words that fill the column's width. (Two columns of text are told apart by the page's gutter.)"""
-    running = sum(1 for inside, (x0, x1) in zip(columns, spans) if inside
-                  and statistics.median(b.x1 - b.x0 for b in inside) >= PROSE_FILL * (x1 - x0)
-                  and statistics.median(len(b.text) for b in inside) >= PROSE_CHARS and _wordy(inside))
+    running = sum(1 for inside, span in zip(columns, spans) if inside and _fills(inside, span, PROSE_FILL, PROSE_CHARS))
     return len(spans) >= 3 and running * 3 >= 2 * len(spans)
+
+
+def _fills(inside: Sequence[Box], span: tuple[float, float], fill: float, chars: int) -> bool:
+    """Whether a column's boxes are lines of words filling `fill` of its width, `chars` characters long (medians)."""
+    return statistics.median(b.x1 - b.x0 for b in inside) >= fill * (span[1] - span[0]) \
+        and statistics.median(len(b.text) for b in inside) >= chars and _wordy(inside)
 
 
 def _wordy(boxes: Sequence[Box]) -> bool:
@@ -681,13 +684,14 @@ def _wrapped_joined(lines: Sequence[Sequence[Box]], grid: Sequence[tuple[float, 
         return len({_column_of(b, grid) for b in line})
 
     # a full row: as many cells as most lines of two cells or more have (wrapped lines may outnumber rows)
-    counts = sorted(filled(line) for line in lines)
+    each = [filled(line) for line in lines]
+    counts = sorted(each)
     multi = [c for c in counts if c >= 2]
     full = multi[len(multi) // 2] if multi else counts[-1]
     gaps = [_top(b) - _bottom(a) for a, b in zip(lines, lines[1:])]
     # the usual gap between rows: between two full lines (the lower quartile, so blank lines between groups do not
     # count); when too few full lines touch, the widest gap
-    between = sorted(g for g, a, b in zip(gaps, lines, lines[1:]) if filled(a) >= full and filled(b) >= full)
+    between = sorted(g for g, a, b in zip(gaps, each, each[1:]) if a >= full and b >= full)
     usual = between[len(between) // 4] if len(between) >= 3 else max(gaps)
     tight = WRAPPED * usual if usual > 0.2 * size else -1.0  # no gap to tell by: rows set solid
     out: list[list[Box]] = []
@@ -701,7 +705,7 @@ def _wrapped_joined(lines: Sequence[Sequence[Box]], grid: Sequence[tuple[float, 
                 gaps[k - 1] <= usual + 0.2 * size and (row[0].text[:1].islower() or _more_items(row, out[-1], grid)))):
             out[-1] = _joined(out[-1], row, grid)
         elif partial and k + 1 < len(lines) and gaps[k] < tight and (carried or k == 0 or gaps[k - 1] >= tight) \
-                and filled(row) < filled(lines[k + 1]) and not _over_figures(row, lines[k + 1], grid):
+                and filled(row) < each[k + 1] and not _over_figures(row, lines[k + 1], grid):
             pending = row
         else:
             out.append(row)

@@ -81,14 +81,14 @@ def table_block(grid: list[list[str]], page: int | None = None, spans: list[Span
     if len(rows) < 2 or len(keep) < 1:
         text = " ".join(c for r in rows for c in r if c)
         return Block("paragraph", text, page=page) if text else None
-    kept = _kept_spans(spans or [], kept_rows, keep)
+    kept = kept_spans(spans or [], kept_rows, keep)
     if kept:
         meta["spans"] = kept
     header, body = tuple(rows[0]), tuple(tuple(r) for r in rows[1:])
     return Block("table", table_text(header, body), header=header, rows=body, page=page, meta=dict(meta))
 
 
-def _kept_spans(spans: list[Span], kept_rows: list[int], kept_columns: list[int]) -> list[list[int]]:
+def kept_spans(spans: list[Span], kept_rows: list[int], kept_columns: list[int]) -> list[list[int]]:
     """Spans counted over the rows and columns a table keeps; those that cover one position or hold no text (their
     anchor dropped) are left out."""
     row_at = {r: i for i, r in enumerate(kept_rows)}

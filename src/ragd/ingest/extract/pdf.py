@@ -32,7 +32,7 @@ from .layout import (
     reading_order,
 )
 from .ocr import ocr_engine, to_rgb
-from .office import Span, table_block
+from .office import Span, kept_spans, table_block
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
 # a page with more characters than this share (and count) in fonts without a Unicode mapping is read by OCR;
@@ -108,13 +108,9 @@ def _ruled_grid(table: Any, rows: list[list[str | None]],
         out.append(list(values))
     width = max((len(r) for r in rows), default=0)
     cols = [j for j in range(width) if any(j < len(r) and r[j] for r in rows)]
-    kept = {j: k for k, j in enumerate(cols)}
-    spans: list[Span] = []
-    for box, (r1, c1) in extent.items():
-        r0, c0 = starts[box]
-        if c0 in kept:
-            spans.append((r0, kept[c0], r1 - r0 + 1, sum(1 for j in range(c0, c1 + 1) if j in kept)))
-    return [[row[j] for j in cols if j < len(row)] for row in out], sorted(spans)
+    merged = [(*starts[box], r1 - starts[box][0] + 1, c1 - starts[box][1] + 1) for box, (r1, c1) in extent.items()]
+    spans = [(r, c, h, w) for r, c, h, w in kept_spans(merged, list(range(len(out))), cols)]
+    return [[row[j] for j in cols if j < len(row)] for row in out], spans
 
 
 def _merged_lines(cells: list[tuple[float, float, float, float]],
