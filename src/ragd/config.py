@@ -115,6 +115,23 @@ class Settings(BaseSettings):
     # open mode: host names a request's Host may carry besides loopback's (127.0.0.1, localhost, [::1])
     allowed_hosts: str = ""
 
+    # ingestion jobs (ragd.jobs): files a tenant may have queued or running at once (beyond: 429 / the CLI waits),
+    # tries of a file's job on transient failures (a lost database, an embedder's 429/5xx), the first wait
+    # between them (doubling each time), how often a worker reports it lives, and how long one may stay silent
+    # before its jobs are given to another
+    queue_max_files: int = Field(default=10_000, ge=1)
+    job_attempts: int = Field(default=5, ge=1, le=50)
+    job_retry_wait_s: float = Field(default=2.0, ge=0)
+    worker_heartbeat_s: float = Field(default=10.0, gt=0)
+    worker_stalled_s: float = Field(default=30.0, gt=0)
+    # read replicas (comma separated URLs): search and ask go to the first one that answers and whose replay
+    # lags the primary by at most replica_max_lag_s; everything else, and a request with no such replica, goes
+    # to the primary
+    read_database_url: str | None = None
+    replica_max_lag_s: float = Field(default=5.0, ge=0)
+    # a client's read right after its write waits this long at most for a replica to replay the write
+    read_your_writes_wait_s: float = Field(default=2.0, ge=0)
+
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"

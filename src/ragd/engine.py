@@ -43,7 +43,7 @@ from .ingest.extract import ExtractOptions
 from .ingest.extract.markdown import markdown_blocks
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
-from .ingest.pipeline import Duplicates, Progress, run_ingest
+from .ingest.pipeline import Duplicates, Part, Progress, run_ingest
 from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
@@ -166,6 +166,8 @@ class Ragd:
                 raise InvalidRequest(f"run id prefix {run_id!r} is ambiguous; give more characters")
             run = dict(zip(names, rows[0]))
             run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
+            run["files"] = dict(conn.execute(queries.RUN_FILES, {"run_id": run["run_id"]}).fetchall())
+            run["progress"] = progress(run)
             return run
 
     def execution(self, ref: str, *, tenant: str | None = None) -> dict[str, Any]:
@@ -335,13 +337,15 @@ class Collection:
                tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
                options: ExtractOptions | None = None, duplicates: Duplicates = "skip",
                near_duplicates: float | None = None, on_progress: Progress | None = None,
-               uploads: Sequence[tuple[str, str | os.PathLike[str]]] = (), workers: int | None = None) -> IngestReport:
+               uploads: Sequence[tuple[str, str | os.PathLike[str]] | tuple[str, str | os.PathLike[str], str]] = (),
+               workers: int | None = None, part: Part | None = None) -> IngestReport:
         """Ingest files/directories and/or in-memory documents ({"id", "text", "title"?, "tags"?, "metadata"?,
         "source_type"?: "markdown" reads the text as Markdown, tables included; anything else as plain text}).
 
         `near_duplicates` is the whole-document similarity (0.5-1.0) at which a new document counts as a
         near-duplicate of a stored one (default RAGD_NEAR_DUPLICATE_THRESHOLD, 0.9); 1.0 turns the check off.
-        `uploads` are (name, file) pairs: files extracted like paths but named `name` (the REST upload).
+        `uploads` are (name, file) pairs: files extracted like paths but named `name` (the REST upload), or
+        (name, file, source URI) triples. `part`: the items join a queued run (ragd.jobs runs its files so).
         `workers`: files extracted at once, each in its own process (default RAGD_INGEST_WORKERS, else the cores
         available); the result is the same for any number."""
         if isinstance(paths, (str, os.PathLike)):
@@ -353,7 +357,8 @@ class Collection:
             report = run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
                                 options=options or ExtractOptions(), duplicates=duplicates,
                                 near_duplicates=near_duplicates, on_progress=on_progress,
-                                uploads=[(name, Path(path)) for name, path in uploads], workers=workers)
+                                uploads=[(u[0], Path(u[1]), *u[2:]) for u in uploads],
+                                workers=workers, part=part)
             annotate(s, **{"rag.items": len(report.items), "rag.failed": len(report.failed),
                            "rag.chunks": report.chunks})
             return report
@@ -495,6 +500,30 @@ class Collection:
     def run(self, run_id: str) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of this tenant, with every item."""
         return self.client.run(run_id, tenant=self.tenant)
+
+
+def progress(run: Mapping[str, Any]) -> dict[str, Any]:
+    """Done/total per stage, the rate and the time left of a run (any run: one not queued is one stage)."""
+    files = run.get("files") or {}
+    items = run.get("items") or []
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["status"]] = counts.get(item["status"], 0) + 1
+    total = sum(files.values()) if files else None
+    done = files.get("done", 0) + files.get("cancelled", 0) if files else None
+    started, finished = run.get("started_at"), run.get("finished_at")
+    elapsed = ((finished.timestamp() if finished else time.time()) - started.timestamp()) if started else 0.0
+    out: dict[str, Any] = {"items": dict(sorted(counts.items())), "items_done": len(items),
+                           "chunks": sum(i["chunk_count"] for i in items if i["status"] in ("ingested", "updated")),
+                           "elapsed_s": round(max(elapsed, 0.0), 3)}
+    if files:
+        assert total is not None and done is not None
+        rate = files.get("done", 0) / elapsed if elapsed > 0 else 0.0
+        out["files"] = {"total": total, **{k: files.get(k, 0) for k in ("queued", "running", "done", "cancelled")}}
+        out["files_per_s"] = round(rate, 3)
+        out["eta_s"] = round((total - done) / rate, 1) if rate > 0 and done < total else (0.0 if done == total
+                                                                                           else None)
+    return out
 
 
 def _explain(conn: Any, leg: str, stmt: Any, params: dict[str, Any], analyze: bool) -> dict[str, str]:

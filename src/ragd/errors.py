@@ -51,6 +51,18 @@ class InvalidRequest(RagdError):
     exit_code = 2
 
 
+class QueueFull(RagdError):
+    """A tenant's queue of files to ingest is at its bound (RAGD_QUEUE_MAX_FILES); the REST adapter answers 429
+    with Retry-After, the CLI waits and tries again."""
+
+    code = "queue_full"
+    exit_code = 7
+
+    def __init__(self, message: str, retry_after_s: int = 10):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class DimensionMismatch(RagdError):
     code = "dimension_mismatch"
     exit_code = 2

@@ -56,8 +56,9 @@ from .uploads import process_alive
 from .worker import POOL, PdfSplit, Worker
 
 if TYPE_CHECKING:
-    from ..engine import Collection
+    from ..embed.base import Embedder, TokenCounter
     from ..store import Store
+    from ..types import ChunkPolicy
 
 Progress = Callable[[int, int, str], None]
 PROGRESS_RECORDS = 500  # a file of records (JSONL, CSV, mbox) reports progress every this many documents
@@ -69,6 +70,49 @@ BATCH_DOCS = 256
 BATCH_CHUNKS = 512
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
 STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable"})
+
+
+class Collection(Protocol):
+    """What the pipeline needs of the collection it writes into (engine.Collection is one); the pipeline imports
+    nothing above it."""
+
+    tenant: str
+    name: str
+    collection_id: uuid.UUID
+    embed_model: str
+    dims: int
+    embedder: Embedder
+    policy: ChunkPolicy
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def counter(self) -> TokenCounter: ...
+
+    def check_dims(self, dims: int) -> None: ...
+
+    def ensure_vector_index(self) -> bool: ...
+
+    def write_artifacts(self, versions: Sequence[tuple[uuid.UUID, ExtractedDocument]]) -> dict[uuid.UUID, str]: ...
+
+
+# A queued run's file numbers its items from its ordinal times this (a container holds at most this many documents)
+PART_ITEMS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Part:
+    """One job's share of a queued run: the run exists (its row, its other files' items); this file's items are
+    numbered from `base`, and those in `done` were stored by an earlier attempt of the job (killed after their
+    transaction committed), so they are skipped, not stored or counted again."""
+
+    run_id: uuid.UUID
+    base: int
+    done: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -103,6 +147,7 @@ class _RunState:
     near_threshold: float = 1.0
     near_index: dedupe.RunIndex = field(default_factory=dedupe.RunIndex)
     near_decisions: list[dict[str, Any]] = field(default_factory=list)
+    shared: bool = False  # a queued run's part: other jobs write the run's row; this one writes its items only
 
     def take_index(self) -> int:
         self.next_index += 1
@@ -745,8 +790,9 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         state.by_index.update(outcomes)
         for p in batch:
             state.warnings += [f"{p.doc.external_id}: {w}" for w in p.warnings]
-        conn.execute(queries.UPDATE_RUN, {"run_id": state.run_id, "stage": "store",
-                                          "stats": json.dumps(state.stats(started))})
+        if not state.shared:
+            conn.execute(queries.UPDATE_RUN, {"run_id": state.run_id, "stage": "store",
+                                              "stats": json.dumps(state.stats(started))})
     state.pending = []
 
 
@@ -872,30 +918,33 @@ def run_ingest(
     duplicates: Duplicates = "skip",
     near_duplicates: float | None = None,
     on_progress: Progress | None = None,
-    uploads: Sequence[tuple[str, Path]] = (),
+    uploads: Sequence[tuple[str, Path] | tuple[str, Path, str]] = (),
     workers: int | None = None,
+    part: Part | None = None,
 ) -> IngestReport:
     """`uploads` are (name, file) pairs: each file is extracted like a path, but its documents are named by
-    `name` (external id) and `upload:name` (source), not by where the file was spooled."""
+    `name` (external id) and `upload:name` (source, or a third element: the source URI), not by where the file
+    was spooled. With `part`, the items
+    join that queued run (see Part) and the run's row is left to the job layer."""
     started = time.monotonic()
-    threshold = col.settings.near_duplicate_threshold if near_duplicates is None else near_duplicates
-    if not 0.5 <= threshold <= 1.0:
-        raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use 0.5 to 1.0 (1.0 disables)")
-    state = _RunState(run_id=uuid.uuid4(), near_threshold=threshold)
-    config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
-              "near_duplicate_threshold": threshold, "host": socket.gethostname(),
-              "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
-    with col.store.tenant(col.tenant) as conn:
-        _close_interrupted_runs(conn, col)
-        conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
-                                          "collection_id": col.collection_id, "config": json.dumps(config)})
+    threshold = near_threshold(col, near_duplicates)
+    state = _RunState(run_id=part.run_id if part else uuid.uuid4(), near_threshold=threshold,
+                      next_index=part.base if part else 0, shared=part is not None)
+    if part is None:
+        config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
+                  "near_duplicate_threshold": threshold, "host": socket.gethostname(),
+                  "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
+        with col.store.tenant(col.tenant) as conn:
+            _close_interrupted_runs(conn, col)
+            conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
+                                              "collection_id": col.collection_id, "config": json.dumps(config)})
     stage = "extract"
     extraction = _Extraction(col.settings, options, workers or col.settings.ingest_workers or default_workers())
     stages = _Stages()
     try:
         sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
-        named = {path.resolve(): name for name, path in uploads}
-        sources += [path for _, path in uploads]
+        named = {u[1].resolve(): (u[0], u[2] if len(u) == 3 else f"upload:{u[0]}") for u in uploads}
+        sources += [u[1] for u in uploads]
         extra = list(documents)
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
@@ -909,6 +958,8 @@ def run_ingest(
             """One item: `seconds` its share of its file's extraction."""
             nonlocal batch, batch_chunks
             index = state.take_index()
+            if part is not None and (index in part.done or index >= part.base + PART_ITEMS):
+                return  # stored by a killed attempt of this job (or past what one file of a queued run may hold)
             begun = time.perf_counter()
             if isinstance(doc, Exception):
                 failure = dataclasses.replace(_failure(uri, doc), extract_seconds=seconds)
@@ -933,10 +984,9 @@ def run_ingest(
                 name = named.get(src.resolve())
                 for count, doc in enumerate(extracted, start=1):
                     if name is not None:
-                        doc = _renamed(doc, src.resolve(), name)
+                        doc = _renamed(doc, src.resolve(), *name)
                     # a failure names the path as walked, not a link's target
-                    add(doc, f"upload:{name}" if name is not None else src.absolute().as_uri(),
-                        seconds / len(extracted))
+                    add(doc, name[1] if name is not None else src.absolute().as_uri(), seconds / len(extracted))
                     if on_progress and count % PROGRESS_RECORDS == 0:  # a file of many records shows it moves
                         on_progress(done - 1, total, f"{_display(Path(src.name))}: {count} records")
             if on_progress:
@@ -954,6 +1004,8 @@ def run_ingest(
         _vector_index(col, state)
     except BaseException as exc:
         stages.close()  # nothing writes while the run is closed as failed
+        if part is not None:
+            raise  # the job layer retries it or fails the file; the run goes on
         if isinstance(exc, Exception) and getattr(exc, "code", None) != "database_unavailable":
             _vector_index(col, state)  # what was committed gets its index (not on Ctrl-C: the next run builds it)
         _finish(col, state, "failed", stage, f"{type(exc).__name__}: {exc}", started)
@@ -964,9 +1016,18 @@ def run_ingest(
     outcomes = state.outcomes
     failed = sum(1 for o in outcomes if o.status == "failed")
     status = "failed" if outcomes and failed == len(outcomes) else "succeeded"
-    _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
+    if part is None:
+        _finish(col, state, status, "done", None if status == "succeeded" else "every item failed", started)
     return IngestReport(run_id=state.run_id, status=status, items=tuple(outcomes), seconds=time.monotonic() - started,
                         embedded=state.embedded, cache_hits=state.cache_hits)
+
+
+def near_threshold(col: Collection, given: float | None) -> float:
+    """The whole-document similarity at which a new document is a near-duplicate (given, else configured)."""
+    threshold = col.settings.near_duplicate_threshold if given is None else given
+    if not 0.5 <= threshold <= 1.0:
+        raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use 0.5 to 1.0 (1.0 disables)")
+    return threshold
 
 
 def _vector_index(col: Collection, state: _RunState) -> None:
@@ -979,13 +1040,14 @@ def _vector_index(col: Collection, state: _RunState) -> None:
                                        "collection's vectors exactly until the next ingest builds it"))
 
 
-def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str) -> ExtractedDocument | Exception:
-    """An uploaded file's document named after the upload (parts of a container keep their suffix)."""
+def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str, source_uri: str) -> ExtractedDocument | Exception:
+    """A spooled file's document named after the upload or the path it was read from (parts of a container keep
+    their suffix)."""
     if isinstance(doc, Exception):
         return doc
     spooled, uri = _display(path), path.as_uri()
     external = name + doc.external_id[len(spooled):] if doc.external_id.startswith(spooled) else doc.external_id
-    source = "upload:" + name + doc.source_uri[len(uri):] if doc.source_uri.startswith(uri) else doc.source_uri
+    source = source_uri + doc.source_uri[len(uri):] if doc.source_uri.startswith(uri) else doc.source_uri
     return dataclasses.replace(doc, external_id=external, source_uri=source)
 
 

@@ -46,8 +46,20 @@ def migrations() -> list[tuple[int, str, str]]:
     for entry in resources.files("ragd.store").joinpath("migrations").iterdir():
         match = re.match(r"^(\d{4})_(\w+)\.sql$", entry.name)
         if match:
-            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+            text = entry.read_text(encoding="utf-8")
+            found.append((int(match.group(1)), match.group(2), text.replace(_PROCRASTINATE, _procrastinate_schema())))
     return sorted(found)
+
+
+_PROCRASTINATE = "-- include: procrastinate schema\n"
+
+
+def _procrastinate_schema() -> str:
+    """The job queue's tables and functions as the installed procrastinate creates them (its release is pinned:
+    a new one brings its migrations here as a numbered migration of ragd's)."""
+    from procrastinate.schema import SchemaManager
+
+    return SchemaManager.get_schema() + "\n"
 
 
 def latest_migration() -> int:

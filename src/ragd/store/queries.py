@@ -207,7 +207,7 @@ INSERT INTO chunks (chunk_id, tenant_id, collection_id, doc_id, doc_version_id, 
 SELECT c, %(tenant_id)s, %(collection_id)s, d, v, i, hp::jsonb, ty, ct, ch, tc,
        ARRAY(SELECT jsonb_array_elements_text(g::jsonb)), m::jsonb, COALESCE(e::timestamptz, now()),
        to_tsvector('english', st), true
-FROM unnest(%(chunk_ids)b::uuid[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(indexes)b::int[],
+FROM unnest(%(chunk_ids)b::uuid[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(indexes)b::int8[],
             %(heading_paths)b::text[], %(types)b::text[], %(contents)b::text[], %(hashes)b::text[], %(tokens)b::int[],
             %(tags)b::text[], %(metadata)b::text[], %(effective)b::text[], %(search_texts)b::text[])
      AS x(c, d, v, i, hp, ty, ct, ch, tc, g, m, e, st)"""
@@ -371,7 +371,7 @@ INSERT_ITEMS = """
 INSERT INTO ingestion_items (run_id, item_index, tenant_id, source_uri, external_id, status, error_code, reason,
                              doc_id, doc_version_id, chunk_count, extract_seconds, store_seconds)
 SELECT %(run_id)s, i, %(tenant_id)s, u, e, s, c, r, d, v, n, xs, ss
-FROM unnest(%(indexes)b::int[], %(source_uris)b::text[], %(external_ids)b::text[], %(statuses)b::text[],
+FROM unnest(%(indexes)b::int8[], %(source_uris)b::text[], %(external_ids)b::text[], %(statuses)b::text[],
             %(codes)b::text[], %(reasons)b::text[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(chunks)b::int[],
             %(extract_seconds)b::float8[], %(store_seconds)b::float8[])
      AS x(i, u, e, s, c, r, d, v, n, xs, ss)"""
@@ -615,3 +615,68 @@ SELECT request_hash, status_code, response FROM idempotency_keys WHERE key = %(k
 FINISH_IDEMPOTENCY_KEY = """
 UPDATE idempotency_keys SET status_code = %(status_code)s, response = %(response)s
 WHERE key = %(key)s AND request_hash = %(request_hash)s"""
+
+# -- queued runs (ragd.jobs) -------------------------------------------------------------------------
+
+# one enqueue of a tenant at a time, so two cannot both pass its bound (held to the end of the transaction)
+QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('ragd-queue:' || %(tenant_id)s, 0))"
+OPEN_FILES = """
+SELECT count(*) FROM ingestion_files WHERE tenant_id = %(tenant_id)s AND status IN ('queued', 'running')"""
+RECENT_FILE_RATE = """
+SELECT count(*) / 60.0 FROM ingestion_files
+WHERE tenant_id = %(tenant_id)s AND status = 'done' AND finished_at > now() - interval '1 minute'"""
+INSERT_QUEUED_RUN = """
+INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status, stage, config)
+VALUES (%(run_id)s, %(tenant_id)s, %(collection_id)s, 'queued', 'queued', %(config)s)"""
+INSERT_QUEUED_FILE = """
+INSERT INTO ingestion_files (run_id, ordinal, tenant_id, name, source_uri, size, content)
+VALUES (%(run_id)s, %(ordinal)s, %(tenant_id)s, %(name)s, %(source_uri)s, length(%(content)s), %(content)s)"""
+SET_FILE_JOBS = """
+UPDATE ingestion_files f SET job_id = x.j FROM unnest(%(ordinals)s::int[], %(job_ids)s::bigint[]) AS x(o, j)
+WHERE f.run_id = %(run_id)s AND f.ordinal = x.o"""
+LOCK_RUN = "SELECT status FROM ingestion_runs WHERE run_id = %(run_id)s FOR UPDATE"
+START_FILE = """
+WITH f AS (
+    UPDATE ingestion_files SET status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+    WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s AND status IN ('queued', 'running') RETURNING *
+), r AS (
+    UPDATE ingestion_runs SET status = 'running', stage = 'store'
+    WHERE run_id = %(run_id)s AND status = 'queued' AND EXISTS (SELECT 1 FROM f) RETURNING run_id
+)
+SELECT f.tenant_id, c.name, f.name, f.source_uri, f.content, ir.config
+FROM f JOIN ingestion_runs ir ON ir.run_id = f.run_id JOIN collections c ON c.collection_id = ir.collection_id"""
+PART_ITEMS_DONE = """
+SELECT item_index FROM ingestion_items
+WHERE run_id = %(run_id)s AND item_index >= %(low)s AND item_index < %(high)s ORDER BY item_index"""
+FINISH_FILE = """
+UPDATE ingestion_files SET status = 'done', content = NULL, finished_at = now()
+WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s AND status IN ('queued', 'running')"""
+CANCEL_FILES = """
+UPDATE ingestion_files SET status = 'cancelled', content = NULL, finished_at = now()
+WHERE run_id = %(run_id)s AND status = 'queued' RETURNING job_id"""
+CANCEL_RUN = "UPDATE ingestion_runs SET status = 'cancelled', error = %(error)s WHERE run_id = %(run_id)s"
+# a queued run's stats from its items; closed (succeeded, or failed when every item failed; a cancelled run stays
+# cancelled) once none of its files is queued or running
+CLOSE_QUEUED_RUN = """
+WITH f AS (
+    SELECT count(*) FILTER (WHERE status IN ('queued', 'running')) AS open FROM ingestion_files
+    WHERE run_id = %(run_id)s
+), s AS (
+    SELECT coalesce(sum(n), 0) AS items, coalesce(sum(n) FILTER (WHERE status = 'failed'), 0) AS failed,
+           coalesce(sum(chunks) FILTER (WHERE status IN ('ingested', 'updated')), 0) AS chunks,
+           coalesce(jsonb_object_agg(status, n ORDER BY status), '{}'::jsonb) AS counts
+    FROM (SELECT status, count(*) AS n, sum(chunk_count) AS chunks FROM ingestion_items
+          WHERE run_id = %(run_id)s GROUP BY status) c
+)
+UPDATE ingestion_runs r SET
+    stats = r.stats || jsonb_build_object('items', s.items, 'counts', s.counts, 'chunks', s.chunks,
+                                          'seconds', round(extract(epoch FROM now() - r.started_at)::numeric, 3)),
+    status = CASE WHEN f.open > 0 OR r.status NOT IN ('queued', 'running') THEN r.status
+                  WHEN s.items > 0 AND s.failed = s.items THEN 'failed' ELSE 'succeeded' END,
+    stage = CASE WHEN f.open = 0 THEN 'done' ELSE r.stage END,
+    error = CASE WHEN f.open = 0 AND r.status IN ('queued', 'running') AND s.items > 0 AND s.failed = s.items
+                 THEN 'every item failed' ELSE r.error END,
+    finished_at = CASE WHEN f.open = 0 THEN coalesce(r.finished_at, now()) ELSE r.finished_at END
+FROM f, s WHERE r.run_id = %(run_id)s"""
+RUN_FILES = """
+SELECT status, count(*) FROM ingestion_files WHERE run_id = %(run_id)s GROUP BY status ORDER BY status"""

@@ -1,0 +1,337 @@
+"""Ingestion as jobs on a PostgreSQL queue (procrastinate), so any number of worker processes on any machine
+pointed at the same database share the work, and an upload returns at once.
+
+A queued run is a run row, one row per file in `ingestion_files` (its bytes with it, so a worker anywhere reads
+them) and one procrastinate job per file, all written in one transaction. A worker stores a file's documents
+through the library (`Collection.ingest(part=...)`): each batch's versions and its items commit together, so a job
+killed at any point and run again by another worker (procrastinate's heartbeats find it) skips what the killed
+attempt stored and the document ends stored once, the run's counts exact. The last file to finish closes the run.
+
+Fair order: a job's priority is minus the number of files its tenant had open before it, so the queue serves
+tenants in turn (a small upload is not queued behind another tenant's huge one) and each tenant first come, first
+served. Backpressure: a tenant may have at most RAGD_QUEUE_MAX_FILES files open at once (QueueFull beyond).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryDecision
+from procrastinate.jobs import Job
+from procrastinate.sql import queries as procrastinate_queries
+
+from .engine import Collection, Ragd
+from .errors import (
+    DatabaseUnavailable,
+    InvalidRequest,
+    ProviderError,
+    QueueFull,
+    RagdError,
+    RunNotFound,
+)
+from .ingest.extract import ExtractOptions
+from .ingest.normalize import storable
+from .ingest.pipeline import PART_ITEMS, Duplicates, Part, expand_paths, near_threshold, read_source
+from .ingest.uploads import spool_folder
+from .store import Store, queries
+
+log = logging.getLogger("ragd.jobs")
+QUEUE = "ragd_ingest"
+TASK = "ragd.ingest_file"
+# failures worth another try later: the database or a model provider away for a while
+TRANSIENT = (DatabaseUnavailable, ProviderError, psycopg.OperationalError)
+
+
+@dataclass(frozen=True)
+class Queued:
+    run_id: uuid.UUID
+    files: int
+    failed: int  # paths refused before queueing (unreadable, too large): items of the run already
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": str(self.run_id), "status": "queued", "files": self.files, "failed": self.failed}
+
+
+# -- queueing -----------------------------------------------------------------------------------------------
+
+
+def enqueue(col: Collection, paths: Sequence[str | os.PathLike[str]] = (), *,
+            uploads: Sequence[tuple[str, str | os.PathLike[str]]] = (), tags: Sequence[str] = (),
+            metadata: Mapping[str, Any] | None = None, duplicates: Duplicates = "skip",
+            near_duplicates: float | None = None, options: ExtractOptions | None = None) -> Queued:
+    """Queue files (paths walked like `ingest`'s, and uploaded (name, file) pairs) as one run of one job per file;
+    returns at once. QueueFull when the tenant's open files would pass RAGD_QUEUE_MAX_FILES."""
+    options = options or ExtractOptions()
+    threshold = near_threshold(col, near_duplicates)
+    run_id = uuid.uuid4()
+    files: list[tuple[str, str, Path]] = []  # (name, source uri, file)
+    refused: list[tuple[str, RagdError]] = []
+    for found in expand_paths(list(paths), follow_symlinks=options.follow_symlinks):
+        if isinstance(found, RagdError):
+            refused.append((str(found).split(":")[0], found))
+        else:
+            resolved = found.resolve()
+            files.append((os.fsencode(resolved).decode("utf-8", "backslashreplace"), resolved.as_uri(), found))
+    files += [(name, f"upload:{name}", Path(path)) for name, path in uploads]
+    limit = col.settings.queue_max_files
+    if len(files) > limit:
+        raise InvalidRequest(f"{len(files)} files are more than a tenant may queue at once "
+                             f"(RAGD_QUEUE_MAX_FILES={limit}); queue them in parts or raise the limit")
+    config = {"queued": True, "paths": [str(p) for p in paths], "tags": list(tags),
+              "metadata": dict(metadata or {}), "duplicates": duplicates, "near_duplicate_threshold": threshold,
+              "options": {"follow_symlinks": options.follow_symlinks}, "embed_model": col.embed_model,
+              "chunk_policy": col.policy.as_dict(), "files": len(files)}
+    with col.store.admin() as conn:
+        conn.execute(queries.QUEUE_LOCK, {"tenant_id": col.tenant})  # one enqueue of a tenant at a time
+        open_files = conn.execute(queries.OPEN_FILES, {"tenant_id": col.tenant}).fetchone()[0]  # type: ignore[index]
+        if open_files + len(files) > limit:
+            raise QueueFull(f"tenant {col.tenant!r} has {open_files} files queued or being ingested; "
+                            f"{len(files)} more would pass RAGD_QUEUE_MAX_FILES={limit}. Retry later",
+                            retry_after_s=_retry_after(conn, col.tenant, open_files + len(files) - limit))
+        conn.execute(queries.INSERT_QUEUED_RUN, {"run_id": run_id, "tenant_id": col.tenant,
+                                                 "collection_id": col.collection_id, "config": json.dumps(config)})
+        failures = []
+        ordinal = 0
+        for ordinal, (name, uri, path) in enumerate(files):
+            try:
+                data = read_source(path, col.settings.max_file_bytes).data
+            except RagdError as exc:
+                failures.append((ordinal * PART_ITEMS, name, uri, exc))
+                continue
+            conn.execute(queries.INSERT_QUEUED_FILE, {"run_id": run_id, "ordinal": ordinal, "tenant_id": col.tenant,
+                                                      "name": name, "source_uri": uri, "content": data})
+        failures += [(n * PART_ITEMS, name, name, error) for n, (name, error) in enumerate(refused, len(files))]
+        if failures:
+            conn.execute(queries.INSERT_ITEMS, _failed_items(run_id, col.tenant, failures))
+        queued = [o for o in range(len(files)) if all(f[0] != o * PART_ITEMS for f in failures)]
+        jobs = [(QUEUE, TASK, -(open_files + n), None, None,
+                 psycopg.types.json.Jsonb({"run_id": str(run_id), "ordinal": o}), None) for n, o in enumerate(queued)]
+        if jobs:
+            ids = [row[0] for row in conn.execute(procrastinate_queries["defer_jobs"], {"jobs": jobs})]
+            conn.execute(queries.SET_FILE_JOBS, {"run_id": run_id, "ordinals": queued, "job_ids": ids})
+        else:
+            _close_run(conn, run_id)
+    log.info("queued run %s: %d files (%d refused)", run_id, len(queued), len(failures))
+    return Queued(run_id=run_id, files=len(queued), failed=len(failures))
+
+
+def _retry_after(conn: psycopg.Connection[Any], tenant: str, over: int) -> int:
+    """Seconds until about `over` of the tenant's open files are done, at the rate its files finished lately."""
+    rate = conn.execute(queries.RECENT_FILE_RATE, {"tenant_id": tenant}).fetchone()[0]  # type: ignore[index]
+    return max(1, min(300, round(over / rate))) if rate else 10
+
+
+def _failed_items(run_id: uuid.UUID, tenant: str,
+                  failures: Sequence[tuple[int, str, str, RagdError]]) -> dict[str, Any]:
+    return {"run_id": run_id, "tenant_id": tenant, "indexes": [f[0] for f in failures],
+            "source_uris": [storable(f[2]) for f in failures], "external_ids": [storable(f[1]) for f in failures],
+            "statuses": ["failed" for _ in failures], "codes": [f[3].code for f in failures],
+            "reasons": [storable(str(f[3])) for f in failures], "doc_ids": [None for _ in failures],
+            "versions": [None for _ in failures], "chunks": [0 for _ in failures],
+            "extract_seconds": [None for _ in failures], "store_seconds": [None for _ in failures]}
+
+
+def cancel(rag: Ragd, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+    """Cancel a run: its queued files are dropped (their jobs deleted); files being stored finish, and every item
+    stored stays. A run that already ended is left as it is."""
+    run = rag.run(run_id, tenant=tenant)  # the tenant's own run, or RunNotFound
+    with rag.store.admin() as conn:
+        row = conn.execute(queries.LOCK_RUN, {"run_id": run["run_id"]}).fetchone()
+        if row is None or row[0] not in ("queued", "running"):
+            return {"run_id": str(run["run_id"]), "status": row[0] if row else run["status"], "dropped": 0}
+        dropped = conn.execute(queries.CANCEL_FILES, {"run_id": run["run_id"]}).fetchall()
+        for (job_id,) in dropped:
+            if job_id is not None:
+                conn.execute(procrastinate_queries["cancel_job"], {"job_id": job_id, "abort": False,
+                                                                    "delete_job": True})
+        conn.execute(queries.CANCEL_RUN, {"run_id": run["run_id"],
+                                          "error": f"cancelled: {len(dropped)} queued files dropped"})
+        _close_run(conn, run["run_id"], keep_status=True)
+    return {"run_id": str(run["run_id"]), "status": "cancelled", "dropped": len(dropped)}
+
+
+# -- the worker's side --------------------------------------------------------------------------------------
+
+
+class _Retry(BaseRetryStrategy):
+    """Transient failures are tried again after a wait doubling each time; nothing else is."""
+
+    def __init__(self, attempts: int, wait_s: float):
+        self.attempts, self.wait_s = attempts, wait_s
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if not isinstance(exception, TRANSIENT) or job.attempts + 1 >= self.attempts:
+            return None
+        return RetryDecision(retry_in={"seconds": self.wait_s * 2 ** job.attempts})
+
+
+class Jobs:
+    """One process's side of the queue: its procrastinate app and the collections its jobs write into."""
+
+    def __init__(self, rag: Ragd):
+        self.rag = rag
+        s = rag.settings
+        self.app = App(connector=PsycopgConnector(conninfo=rag.store.url, min_size=1, max_size=4,
+                                                  kwargs={"application_name": "ragd-worker"}))
+        self.app.task(name=TASK, queue=QUEUE, pass_context=True,
+                      retry=_Retry(s.job_attempts, s.job_retry_wait_s))(self._ingest_file)
+        self._collections: dict[tuple[str, str], Collection] = {}
+        self._lock = threading.Lock()
+        self.jobs_done = 0
+
+    def _collection(self, tenant: str, name: str) -> Collection:
+        with self._lock:
+            col = self._collections.get((tenant, name))
+            if col is None:
+                col = self._collections[(tenant, name)] = self.rag.collection(name, tenant=tenant, create=False)
+            return col
+
+    def _ingest_file(self, context: JobContext, run_id: str, ordinal: int) -> str:
+        attempt = context.job.attempts + 1
+        with self.rag.store.admin() as conn:
+            row = conn.execute(queries.START_FILE, {"run_id": run_id, "ordinal": ordinal}).fetchone()
+        if row is None:  # cancelled, or done by an attempt killed before procrastinate heard of it
+            with self.rag.store.admin() as conn:
+                _close_run(conn, uuid.UUID(run_id))
+            return "nothing to do"
+        tenant, collection, name, source_uri, content, config = row
+        base = ordinal * PART_ITEMS
+        try:
+            with self.rag.store.admin() as conn:
+                done = frozenset(r[0] for r in conn.execute(queries.PART_ITEMS_DONE, {
+                    "run_id": run_id, "low": base, "high": base + PART_ITEMS}))
+            col = self._collection(tenant, collection)
+            with spool_folder(self.rag.settings.home) as folder:
+                path = Path(folder) / (os.path.basename(name.replace("\\", "/")) or "file")
+                path.write_bytes(content)
+                del content
+                report = col.ingest(uploads=[(name, path, source_uri)], tags=config["tags"],
+                                    metadata=config["metadata"], duplicates=config["duplicates"],
+                                    near_duplicates=config["near_duplicate_threshold"],
+                                    options=ExtractOptions(**config.get("options", {})), workers=1,
+                                    part=Part(uuid.UUID(run_id), base, done))
+            result = f"{len(report.items)} items"
+        except Exception as exc:  # of any kind: tried again if it may pass, else this file's failed item
+            if isinstance(exc, TRANSIENT) and attempt < self.rag.settings.job_attempts:
+                log.warning("run %s file %d (%s): attempt %d failed, retried later: %s", run_id, ordinal, name,
+                            attempt, exc)
+                raise
+            code = exc.code if isinstance(exc, RagdError) else "unexpected_error"
+            failure = RagdError(f"{name}: {str(exc).strip() or type(exc).__name__} (after {attempt} attempts)")
+            failure.code = code
+            with self.rag.store.admin() as conn:
+                taken = {r[0] for r in conn.execute(queries.PART_ITEMS_DONE, {
+                    "run_id": run_id, "low": base, "high": base + PART_ITEMS})}
+                index = next(i for i in range(base, base + PART_ITEMS) if i not in taken)
+                conn.execute(queries.INSERT_ITEMS, _failed_items(uuid.UUID(run_id), tenant,
+                                                                 [(index, name, source_uri, failure)]))
+            result = f"failed: {code}"
+        with self.rag.store.admin() as conn:
+            conn.execute(queries.LOCK_RUN, {"run_id": run_id})
+            conn.execute(queries.FINISH_FILE, {"run_id": run_id, "ordinal": ordinal})
+            _close_run(conn, uuid.UUID(run_id))
+        self.jobs_done += 1
+        return result
+
+    # -- running ------------------------------------------------------------------------------------
+
+    async def run(self, *, concurrency: int = 1, stop: asyncio.Event | None = None, signals: bool = True,
+                  until_empty: bool = False) -> None:
+        """Run jobs until stopped (a signal, `stop` set) or, with `until_empty`, until the queue is empty."""
+        s = self.rag.settings
+        async with self.app.open_async():
+            reclaim = asyncio.create_task(self._reclaim_stalled())
+            worker = asyncio.create_task(self.app.run_worker_async(
+                queues=[QUEUE], concurrency=concurrency, wait=not until_empty, install_signal_handlers=signals,
+                update_heartbeat_interval=s.worker_heartbeat_s, stalled_worker_timeout=s.worker_stalled_s,
+                delete_jobs="successful", name=f"ragd-{socket.gethostname()}-{os.getpid()}",
+                fetch_job_polling_interval=min(5.0, s.worker_heartbeat_s)))
+            waits: list[asyncio.Future[Any]] = [worker]
+            if stop is not None:
+                waits.append(asyncio.ensure_future(stop.wait()))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                reclaim.cancel()
+                if not worker.done():
+                    worker.cancel()  # procrastinate stops taking jobs; those running finish
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+                for w in waits[1:]:
+                    w.cancel()
+
+    async def _reclaim_stalled(self) -> None:
+        """Give the jobs of workers that stopped sending heartbeats (killed, their machine lost) to the queue
+        again. Every worker does it; a job two of them found is queued once (the second finds it moved on)."""
+        s = self.rag.settings
+        manager = self.app.job_manager
+        while True:
+            await asyncio.sleep(s.worker_heartbeat_s)
+            try:
+                for job in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=s.worker_stalled_s):
+                    with contextlib.suppress(Exception):  # taken again by another worker meanwhile
+                        await manager.retry_job(job)
+                        log.warning("job %s of a worker that stopped answering is queued again", job.id)
+                await manager.prune_stalled_workers(s.worker_stalled_s)
+            except Exception as exc:  # of any kind: the database away for a while; tried again next time
+                log.warning("could not look for stalled jobs: %s", exc)
+
+
+def _close_run(conn: psycopg.Connection[Any], run_id: uuid.UUID, *, keep_status: bool = False) -> None:
+    """Record the run's stats from its items, and close it when no file is left open (the caller holds the run's
+    row lock, so two last files cannot both miss each other)."""
+    conn.execute(queries.CLOSE_QUEUED_RUN, {"run_id": run_id})
+
+
+@contextlib.contextmanager
+def worker_thread(rag: Ragd, concurrency: int = 1) -> Iterator[Jobs]:
+    """A worker running in a thread of this process (`ragd serve`), stopped when the block ends."""
+    jobs = Jobs(rag)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    failed: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            loop.run_until_complete(jobs.run(concurrency=concurrency, stop=stop, signals=False))
+        except BaseException as exc:  # of any kind: reported by the thread that started it
+            failed.append(exc)
+            log.error("the in-process ingestion worker stopped: %s", exc)
+
+    thread = threading.Thread(target=main, name="ragd-jobs", daemon=True)
+    thread.start()
+    try:
+        yield jobs
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=60)
+
+
+def wait_for(rag: Ragd, run_id: str, *, tenant: str | None = None, timeout_s: float = 3600,
+             every: Callable[[dict[str, Any]], None] | None = None, interval_s: float = 0.5) -> dict[str, Any]:
+    """Poll a run until it ends (or timeout_s passes); `every` sees each poll's run."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run = rag.run(run_id, tenant=tenant)
+        if every is not None:
+            every(run)
+        if run["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return run
+        time.sleep(interval_s)
+
+
+__all__ = ["Jobs", "Queued", "QueueFull", "RunNotFound", "cancel", "enqueue", "wait_for",
+           "worker_thread"]
