@@ -4,14 +4,25 @@ backpressure, progress and cancellation."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 import ragd
-from ragd import jobs
+from ragd import jobs, keys
 from ragd.config import Settings
 from ragd.errors import QueueFull, RunNotFound
+from ragd.server import create_app
 from ragd.store import queries
 
 
@@ -55,7 +66,8 @@ def test_a_queued_run_is_stored_by_a_worker_with_progress(client: ragd.Ragd, nam
     statuses = sorted(i["status"] for i in run["items"])
     assert statuses == ["failed"] + ["ingested"] * 6
     failed = next(i for i in run["items"] if i["status"] == "failed")
-    assert failed["error_code"] == "corrupt_document" and failed["source_uri"] == (tmp_path / "docs" / "broken.pdf").resolve().as_uri()
+    assert failed["error_code"] == "corrupt_document"
+    assert failed["source_uri"] == (tmp_path / "docs" / "broken.pdf").resolve().as_uri()
     assert run["stats"]["counts"] == {"failed": 1, "ingested": 6} and run["stats"]["chunks"] >= 6
     assert run["progress"]["files"]["done"] == 7 and run["progress"]["eta_s"] == 0.0
     # stored as `ingest` stores them: the same external ids, tags, searchable
@@ -135,3 +147,166 @@ def test_cancel_drops_queued_files_and_keeps_what_was_stored(client: ragd.Ragd, 
     client.collection(name, tenant="cancel-other")
     with pytest.raises(RunNotFound):  # another tenant's run does not exist for it
         jobs.cancel(client, str(queued.run_id), tenant="cancel-other")
+
+
+def _wait_run(http: TestClient, location: str, headers: dict[str, str], timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = http.get(location, headers=headers).json()
+        if run["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return run  # type: ignore[no-any-return]
+        time.sleep(0.2)
+
+
+def test_an_upload_with_wait_false_is_202_and_the_servers_worker_stores_it(settings: Settings,
+                                                                           tmp_path: Path) -> None:
+    tenant, other = "rest-q-" + uuid.uuid4().hex[:6], "rest-r-" + uuid.uuid4().hex[:6]
+    rag = ragd.connect(settings=settings.model_copy(update={"rate_limit_per_minute": 0, "serve_jobs": "on",
+                                                            "worker_heartbeat_s": 0.5}))
+    try:
+        _, key = keys.create(rag.store, tenant, "tests")
+        _, key_other = keys.create(rag.store, other, "tests")
+        auth, auth_other = {"Authorization": f"Bearer {key}"}, {"Authorization": f"Bearer {key_other}"}
+        paths = _files(tmp_path, 20, "upload")
+        files = [("files", (p.name, p.read_bytes(), "text/markdown")) for p in paths]
+        with TestClient(create_app(client=rag)) as http:
+            began = time.monotonic()
+            response = http.post("/v1/documents", params={"collection": "queued", "wait": "false"}, files=files,
+                                 headers=auth)
+            assert response.status_code == 202, response.text
+            body = response.json()
+            assert body["status"] == "queued" and body["files"] == 20 and body["collection"] == "queued"
+            assert response.headers["location"] == f"/v1/runs/{body['run_id']}"
+            run = _wait_run(http, response.headers["location"], auth)
+            assert time.monotonic() - began < 120
+            assert run["status"] == "succeeded", run
+            assert run["progress"]["files"]["done"] == 20 and run["stats"]["counts"] == {"ingested": 20}
+            assert sorted(i["external_id"] for i in run["items"]) == sorted(p.name for p in paths)
+            # another tenant neither sees nor cancels it
+            assert http.get(response.headers["location"], headers=auth_other).status_code == 404
+            assert http.delete(response.headers["location"], headers=auth_other).status_code == 404
+            found = http.post("/v1/search", json={"query": "upload7alpha", "namespace": "queued", "limit": 3,
+                                                  "useReranking": False, "threshold": 0.0}, headers=auth).json()
+            assert found["results"] and found["results"][0]["sourceId"] == "upload-007.md", found
+            # an ended run is left as it is by DELETE
+            ended = http.delete(response.headers["location"], headers=auth)
+            assert ended.status_code == 200 and ended.json()["status"] == "succeeded"
+    finally:
+        rag.close()
+
+
+def test_the_rest_queue_answers_429_with_retry_after_when_full(settings: Settings, tmp_path: Path) -> None:
+    tenant = "rest-full-" + uuid.uuid4().hex[:6]
+    rag = ragd.connect(settings=settings.model_copy(update={"rate_limit_per_minute": 0, "queue_max_files": 3,
+                                                            "serve_jobs": "off"}))
+    try:
+        _, key = keys.create(rag.store, tenant, "tests")
+        auth = {"Authorization": f"Bearer {key}"}
+        files = [("files", (p.name, p.read_bytes(), "text/markdown")) for p in _files(tmp_path, 2)]
+        with TestClient(create_app(client=rag)) as http:
+            first = http.post("/v1/documents", params={"wait": "false"}, files=files, headers=auth)
+            assert first.status_code == 202
+            full = http.post("/v1/documents", params={"wait": "false"}, files=files, headers=auth)
+            assert full.status_code == 429 and full.json()["error"] == "queue_full"
+            assert int(full.headers["retry-after"]) >= 1
+            cancelled = http.delete(first.headers["location"], headers=auth)
+            assert cancelled.json() == {"run_id": first.json()["run_id"], "status": "cancelled", "dropped": 2}
+            assert http.post("/v1/documents", params={"wait": "false"}, files=files,
+                             headers=auth).status_code == 202  # room again
+    finally:
+        jobs.cancel(rag, str(_latest_run(rag, tenant)), tenant=tenant)
+        rag.close()
+
+
+def _latest_run(rag: ragd.Ragd, tenant: str) -> uuid.UUID:
+    with rag.store.admin() as conn:
+        return conn.execute("SELECT run_id FROM ingestion_runs WHERE tenant_id = %s ORDER BY started_at DESC LIMIT 1",
+                            (tenant,)).fetchone()[0]  # type: ignore[index, no-any-return]
+
+
+# -- exactly once, with workers killed -------------------------------------------------------------------
+
+
+def _jsonl(path: Path, records: int, tag: str) -> Path:
+    path.write_text("".join(json.dumps({"id": f"{tag}-{i}", "text": f"Record {i} of {tag}: the {tag} ledger line "
+                                        f"{i} notes {i * 13} crates of {tag}{i % 17}fruit."}) + "\n"
+                            for i in range(records)), encoding="utf-8")
+    return path
+
+
+def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "ragd.cli", "worker", "--concurrency", "1"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _running_workers(rag: ragd.Ragd, run_id: uuid.UUID, pids: set[int]) -> set[int]:
+    """The pids of our workers storing a file of the run now."""
+    with rag.store.admin() as conn:
+        rows = conn.execute("SELECT worker FROM ingestion_files WHERE run_id = %s AND status = 'running'",
+                            (run_id,)).fetchall()
+    return {int(r[0].rsplit(":", 1)[1]) for r in rows if r[0]} & pids
+
+
+def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dict[str, str], settings: Settings,
+                                                                    tmp_path: Path) -> None:
+    """30 files (ten of them 600 records each, so a job commits several batches) through 3 worker processes; a
+    worker is killed with SIGKILL at seeded random moments (three times, each replaced): every document is stored
+    once, with one version, every item is `ingested` (no file counted twice, none lost) and the run succeeded."""
+    rng = random.Random(32)
+    folder = tmp_path / "kill"
+    folder.mkdir()
+    _files(folder, 20, "page")
+    for n in range(10):
+        _jsonl(folder / f"ledger-{n}.jsonl", 600, f"ledger{n}")
+    rag = ragd.connect(settings=settings)
+    env = {**os.environ, **cli_env, "RAGD_WORKER_HEARTBEAT_S": "0.5", "RAGD_WORKER_STALLED_S": "2",
+           "RAGD_JOB_RETRY_WAIT_S": "0.2", "RAGD_ONNX_THREADS": "1"}
+    col = rag.collection("killed-" + uuid.uuid4().hex[:6])
+    queued = jobs.enqueue(col, [folder])
+    workers = [_worker(env) for _ in range(3)]
+    killed = 0
+    try:
+        deadline = time.monotonic() + 240
+        while killed < 3 and time.monotonic() < deadline:
+            busy = _running_workers(rag, queued.run_id, {w.pid for w in workers})
+            if not busy:
+                if rag.run(str(queued.run_id))["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.05)
+                continue
+            time.sleep(rng.uniform(0.0, 1.0))  # somewhere in the job: extracting, embedding, between batches
+            victim = next(w for w in workers if w.pid == rng.choice(sorted(busy)))
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            workers[workers.index(victim)] = _worker(env)
+            killed += 1
+        run = jobs.wait_for(rag, str(queued.run_id), timeout_s=max(10.0, deadline - time.monotonic()))
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+    assert killed >= 1
+    assert run["status"] == "succeeded", run["status"]
+    items = run["items"]
+    assert len(items) == 20 + 10 * 600 and {i["status"] for i in items} == {"ingested"}
+    assert run["stats"]["counts"] == {"ingested": 6020}
+    with rag.store.tenant(col.tenant) as conn:
+        docs = conn.execute("SELECT count(*), count(DISTINCT external_id) FROM documents WHERE collection_id = %s",
+                            (col.collection_id,)).fetchone()
+        versions = conn.execute("SELECT count(*), count(*) FILTER (WHERE is_active) FROM document_versions v "
+                                "JOIN documents d USING (doc_id) WHERE d.collection_id = %s",
+                                (col.collection_id,)).fetchone()
+        orphans = conn.execute("SELECT count(*) FROM chunks c WHERE c.collection_id = %s AND NOT EXISTS (SELECT 1 "
+                               "FROM document_versions v WHERE v.doc_version_id = c.doc_version_id AND v.is_active)",
+                               (col.collection_id,)).fetchone()
+    assert docs == (6020, 6020) and versions == (6020, 6020) and orphans == (0,)
+    assert len({i["doc_id"] for i in items}) == 6020  # each item its own document
+    with rag.store.admin() as conn:
+        attempts = [r[0] for r in conn.execute("SELECT attempts FROM ingestion_files WHERE run_id = %s",
+                                                (queued.run_id,))]
+    assert killed == 3 and sum(attempts) >= 30 + 3  # each kill cost its job a second attempt (or more)
+    rag.close()

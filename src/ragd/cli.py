@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .config import Settings, load_settings
-from .errors import InvalidRequest, RagdError
+from .errors import InvalidRequest, QueueFull, RagdError
 from .ingest.extract import ExtractOptions
 from .retrieve.filters import parse_filter_args
 from .store import embedded
@@ -188,18 +188,24 @@ def main() -> None:
 @click.option("--workers", type=click.IntRange(1, 256), default=None,
               help="Files extracted at once, each in its own process (default: RAGD_INGEST_WORKERS, else the cores "
                    "available). The result is the same for any number.")
+@click.option("--queue", is_flag=True,
+              help="Queue one job per file and return at once with the run id; `ragd worker` processes (and "
+                   "`ragd serve`) store them. Waits while the tenant's queue is full.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @handle_errors
 def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tags: Sequence[str],
            embedder: str | None, id_field: str | None, title_field: str | None, text_field: Sequence[str],
            keep_duplicates: bool, near_duplicates: float | None, follow_symlinks: bool, workers: int | None,
-           as_json: bool) -> None:
+           queue: bool, as_json: bool) -> None:
     """Ingest files and directories: PDF (scans through OCR), DOCX, PPTX, XLSX, CSV/TSV, HTML, images,
     Markdown, text and JSON/JSONL records."""
     col = open_collection(collection, tenant, embedder, create=True)
     tag_list = sorted({t.strip() for group in tags for t in group.split(",") if t.strip()})
     options = ExtractOptions(id_field=id_field, title_field=title_field, text_fields=tuple(text_field),
                              follow_symlinks=follow_symlinks)
+    if queue:
+        _enqueue(col, list(paths), tag_list, options, keep_duplicates, near_duplicates, as_json)
+        return
     live = err.is_terminal and not as_json
     lines = LineProgress(col.settings.progress_interval_s)
     with Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -221,6 +227,27 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
     if report.failed:
         fail("items_failed", f"{len(report.failed)} of {len(report.items)} items failed; the others are stored "
              f"(`ragd runs show {report.run_id}`)", 1)
+
+
+def _enqueue(col: Any, paths: list[str], tags: list[str], options: ExtractOptions, keep_duplicates: bool,
+             near_duplicates: float | None, as_json: bool) -> None:
+    """Queue the files as one run; while the tenant's queue is full, wait as long as it says and try again."""
+    from . import jobs
+
+    while True:
+        try:
+            queued = jobs.enqueue(col, paths, tags=tags, options=options, near_duplicates=near_duplicates,
+                                  duplicates="keep" if keep_duplicates else "skip")
+            break
+        except QueueFull as exc:
+            err.print(f"queue full: {exc}; waiting {exc.retry_after_s}s", markup=False)
+            time.sleep(exc.retry_after_s)
+    if as_json:
+        emit_json(queued.as_dict())
+    else:
+        out.print(f"queued run {queued.run_id}: {queued.files} files into {col.name}"
+                  + (f" ({queued.failed} refused)" if queued.failed else "")
+                  + f"; follow it with `ragd runs watch {queued.run_id}`", markup=False)
 
 
 def _print_report(report: Any, collection: str) -> None:
@@ -722,6 +749,8 @@ def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
         return
     out.print(f"[bold]{run['run_id']}[/] {run['status']} (stage {run['stage']}) into {run['collection']}")
     out.print(f"started {run['started_at']}  finished {run['finished_at']}  stats {json.dumps(run['stats'])}")
+    if "files" in run["progress"]:
+        out.print(_progress_line(run), markup=False)
     if run["error"]:
         out.print(f"error: {run['error']}")
     print_table(("#", "status", "item", "chunks", "extract s", "store s", "reason"),
@@ -734,6 +763,74 @@ def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
                     ((str(i["item_index"]), i["external_id"] or i["source_uri"], _seconds(seconds),
                       _seconds(i["extract_seconds"]), _seconds(i["store_seconds"])) for seconds, i in slowest),
                     title=f"slowest {len(slowest)} of {len(run['items'])} items")
+
+
+def _progress_line(run: dict[str, Any]) -> str:
+    p = run["progress"]
+    files = p["files"]
+    eta = "" if p.get("eta_s") in (None, 0.0) else f", about {p['eta_s']:.0f}s left"
+    return (f"files {files['done']}/{files['total']} done ({files['running']} running, {files['queued']} queued, "
+            f"{files['cancelled']} cancelled), {p['files_per_s']:.2f} files/s{eta}; items "
+            + (", ".join(f"{k} {v}" for k, v in p["items"].items()) or "none yet"))
+
+
+@runs.command("watch")
+@click.argument("run_id")
+@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+@click.option("--timeout", "timeout_s", default=86400.0, type=click.FloatRange(0),
+              help="Give up after this many seconds.")
+@handle_errors
+def runs_watch(run_id: str, tenant: str | None, timeout_s: float) -> None:
+    """Follow a run until it ends: a progress bar of its files, each item's outcome as it lands. Exit 1 when
+    items failed, 0 otherwise."""
+    from . import jobs
+
+    client = open_client()
+    live = err.is_terminal
+    seen: set[int] = set()
+    lines = LineProgress(client.settings.progress_interval_s)
+    with Progress(TextColumn("[bold]run[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err, transient=True, disable=not live) as bar:
+        task = bar.add_task("", total=None)
+
+        def show(run: dict[str, Any]) -> None:
+            for item in run["items"]:
+                if item["item_index"] not in seen:
+                    seen.add(item["item_index"])
+                    code = f" [{item['error_code']}]" if item["error_code"] else ""
+                    out.print(f"{item['status']:<9} {item['external_id'] or item['source_uri']}{code}"
+                              + (f": {item['reason']}" if item["status"] == "failed" else ""), markup=False)
+            files = run["progress"].get("files")
+            if files:
+                done = files["done"] + files["cancelled"]
+                bar.update(task, completed=done, total=files["total"], description=run["status"])
+                if not live:
+                    lines.update("run", done, files["total"], run["status"])
+
+        run = jobs.wait_for(client, run_id, tenant=tenant, timeout_s=timeout_s, every=show)
+    out.print(f"run {run['run_id']} {run['status']}: " + _progress_line(run) if "files" in run["progress"]
+              else f"run {run['run_id']} {run['status']}", markup=False)
+    failed = run["progress"]["items"].get("failed", 0)
+    if run["status"] in ("queued", "running"):
+        fail("timeout", f"run {run['run_id']} still {run['status']} after {timeout_s:g}s", 1)
+    if failed:
+        fail("items_failed", f"{failed} items failed; the others are stored (`ragd runs show {run['run_id']}`)", 1)
+
+
+@runs.command("cancel")
+@click.argument("run_id")
+@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def runs_cancel(run_id: str, tenant: str | None, as_json: bool) -> None:
+    """Cancel a queued run: its queued files are dropped; files being stored finish; stored items stay."""
+    from . import jobs
+
+    result = jobs.cancel(open_client(), run_id, tenant=tenant)
+    if as_json:
+        emit_json(result)
+    else:
+        out.print(f"run {result['run_id']} {result['status']}: {result['dropped']} queued files dropped")
 
 
 SLOWEST = 5
@@ -850,15 +947,21 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
                    "(run `ragd migrate` as a one-shot step first).")
 @click.option("--wait", default=60.0, show_default=True, type=click.FloatRange(0, 3600),
               help="Seconds to keep retrying an unreachable database at startup (with backoff).")
+@click.option("--jobs/--no-jobs", "serve_jobs", default=None,
+              help="Also run queued ingestion jobs in this server (default: on with the embedded server, else off "
+                   "(RAGD_SERVE_JOBS); run `ragd worker` processes for more).")
 @click.option("--open", "allow_open", is_flag=True,
               help="Serve without keys although every key was revoked (or RAGD_ALLOW_OPEN=1).")
 @handle_errors
-def serve(host: str, port: int, workers: int, migrate: bool, wait: float, allow_open: bool) -> None:
+def serve(host: str, port: int, workers: int, migrate: bool, wait: float, serve_jobs: bool | None,
+          allow_open: bool) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) and MCP over HTTP at /mcp."""
     from . import keys
     from .errors import DatabaseUnavailable, MigrationError
     from .store.postgres import latest_migration
 
+    if serve_jobs is not None:
+        os.environ["RAGD_SERVE_JOBS"] = "on" if serve_jobs else "off"
     if allow_open:
         os.environ["RAGD_ALLOW_OPEN"] = "1"  # the worker processes read their settings from the environment
     settings = load_settings()
@@ -899,6 +1002,27 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float, allow_
     from .server import run_server
 
     run_server(host, port, workers)
+
+
+@main.command("worker")
+@click.option("--concurrency", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Jobs (files) this process stores at once.")
+@click.option("--until-empty", is_flag=True, help="Stop once the queue is empty (default: wait for more).")
+@handle_errors
+def worker_command(concurrency: int, until_empty: bool) -> None:
+    """Store queued files (`ragd ingest --queue`, uploads with ?wait=false): run any number of these, on any
+    machine pointed at the same database. Ctrl-C (SIGINT/SIGTERM) stops taking jobs and finishes those running;
+    a worker killed outright has its jobs retried by the others."""
+    import asyncio
+
+    from . import jobs
+
+    client = open_client()
+    err.print(f"ragd worker {os.getpid()}: {concurrency} at a time; Ctrl-C to stop", markup=False)
+    try:
+        asyncio.run(jobs.Jobs(client).run(concurrency=concurrency, until_empty=until_empty))
+    finally:
+        client.close()
 
 
 @main.command("mcp")

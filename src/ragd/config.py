@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     job_retry_wait_s: float = Field(default=2.0, ge=0)
     worker_heartbeat_s: float = Field(default=10.0, gt=0)
     worker_stalled_s: float = Field(default=30.0, gt=0)
+    # `ragd serve` runs jobs too: auto (on the embedded server), on or off; this many at once per process
+    serve_jobs: Literal["auto", "on", "off"] = "auto"
+    job_concurrency: int = Field(default=1, ge=1, le=64)
     # read replicas (comma separated URLs): search and ask go to the first one that answers and whose replay
     # lags the primary by at most replica_max_lag_s; everything else, and a request with no such replica, goes
     # to the primary

@@ -46,7 +46,7 @@ from .ingest.extract import ExtractOptions
 from .ingest.normalize import storable
 from .ingest.pipeline import PART_ITEMS, Duplicates, Part, expand_paths, near_threshold, read_source
 from .ingest.uploads import spool_folder
-from .store import Store, queries
+from .store import queries
 
 log = logging.getLogger("ragd.jobs")
 QUEUE = "ragd_ingest"
@@ -202,7 +202,8 @@ class Jobs:
     def _ingest_file(self, context: JobContext, run_id: str, ordinal: int) -> str:
         attempt = context.job.attempts + 1
         with self.rag.store.admin() as conn:
-            row = conn.execute(queries.START_FILE, {"run_id": run_id, "ordinal": ordinal}).fetchone()
+            row = conn.execute(queries.START_FILE, {"run_id": run_id, "ordinal": ordinal,
+                                                    "worker": f"{socket.gethostname()}:{os.getpid()}"}).fetchone()
         if row is None:  # cancelled, or done by an attempt killed before procrastinate heard of it
             with self.rag.store.admin() as conn:
                 _close_run(conn, uuid.UUID(run_id))
@@ -333,5 +334,13 @@ def wait_for(rag: Ragd, run_id: str, *, tenant: str | None = None, timeout_s: fl
         time.sleep(interval_s)
 
 
-__all__ = ["Jobs", "Queued", "QueueFull", "RunNotFound", "cancel", "enqueue", "wait_for",
-           "worker_thread"]
+__all__ = [
+    "Jobs",
+    "QueueFull",
+    "Queued",
+    "RunNotFound",
+    "cancel",
+    "enqueue",
+    "wait_for",
+    "worker_thread",
+]

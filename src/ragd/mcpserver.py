@@ -17,6 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from . import jobs
 from .engine import Ragd
 from .errors import DatabaseUnavailable, InvalidRequest, RagdError
 from .ingest.uploads import spool, spool_folder
@@ -71,20 +72,26 @@ def build(client: Callable[[], Ragd]) -> MCPServer:
 
     @server.tool()
     def ingest(ctx: Context, collection: str | None = None, texts: list[dict[str, Any]] | None = None,
-               files: list[dict[str, str]] | None = None) -> dict[str, Any]:
+               files: list[dict[str, str]] | None = None, wait: bool = True) -> dict[str, Any]:
         """Ingest documents: `texts` as [{"id", "text", "title"?, "metadata"?}], and/or `files` as
-        [{"name", "content_base64"}] in any supported format. Returns the run with each item's outcome."""
+        [{"name", "content_base64"}] in any supported format. Returns the run with each item's outcome; with
+        `wait` false, files are queued (one job each) and the queued run's id returns at once."""
         who = tenant(ctx)
         if not texts and not files:
             raise ToolError("bad_request: give texts or files to ingest")
         if files and len(files) > MAX_FILES:
             raise ToolError(f"bad_request: at most {MAX_FILES} files per call")
 
+        if not wait and texts:
+            raise ToolError("bad_request: only files are queued (wait false); send texts with wait true")
+
         def go() -> dict[str, Any]:
             col = client().collection(collection, tenant=who)
             with spool_folder(col.settings.home) as folder:
                 uploads = [spool(folder, n, f.get("name"), [_decoded(f)], col.settings.max_file_bytes)
                            for n, f in enumerate(files or [])]
+                if not wait:
+                    return {"collection": col.name, **jobs.enqueue(col, uploads=uploads).as_dict()}
                 report = col.ingest(documents=list(texts or []), uploads=uploads)
             return {"collection": col.name, **report.as_dict()}
 

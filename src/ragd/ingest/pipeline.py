@@ -1040,7 +1040,8 @@ def _vector_index(col: Collection, state: _RunState) -> None:
                                        "collection's vectors exactly until the next ingest builds it"))
 
 
-def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str, source_uri: str) -> ExtractedDocument | Exception:
+def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str,
+             source_uri: str) -> ExtractedDocument | Exception:
     """A spooled file's document named after the upload or the path it was read from (parts of a container keep
     their suffix)."""
     if isinstance(doc, Exception):

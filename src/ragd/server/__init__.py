@@ -7,6 +7,8 @@ names its tenant, seed 001's V1), which `ragd serve` allows on loopback only."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,7 +33,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.supervisors import Multiprocess
 
-from .. import keys, mcpserver
+from .. import jobs, keys, mcpserver
 from ..config import Settings, load_settings
 from ..embed import make_embedder
 from ..engine import Ragd, connect, log_timestamp
@@ -42,6 +44,7 @@ from ..errors import (
     InvalidRequest,
     LLMUnavailable,
     NotFound,
+    QueueFull,
     RagdError,
 )
 from ..ids import sha256_text
@@ -70,6 +73,8 @@ def _status(exc: RagdError) -> tuple[int, str]:
         return 404, exc.code
     if isinstance(exc, LLMUnavailable):
         return 502, "llm_unavailable"
+    if isinstance(exc, QueueFull):
+        return 429, exc.code
     if isinstance(exc, DatabaseUnavailable):  # the message (URL, user, socket) is logged, never sent
         return 503, "database_unavailable"
     if exc.exit_code == 2:  # a request the configuration cannot serve (dimensions, models)
@@ -307,10 +312,19 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         if not app.state.keyed:
             log.warning("no API keys exist: requests are not authenticated and name their own tenant "
                         "(create one with `ragd keys create --tenant T`)")
+        stop = asyncio.Event()
+        worker = None
+        if _serves_jobs(rag):  # uploads with ?wait=false are stored by this process too
+            worker = asyncio.create_task(jobs.Jobs(rag).run(concurrency=rag.settings.job_concurrency, stop=stop,
+                                                            signals=False))
         try:
             async with tools.session_manager.run():
                 yield
         finally:
+            stop.set()
+            if worker is not None:
+                with contextlib.suppress(Exception):  # (it logged what stopped it)
+                    await worker
             if owned:
                 rag.close()
 
@@ -505,11 +519,19 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"success": not failed, "indexed": indexed, "chunksCreated": chunks, "namespace": body.namespace,
                 "total": len(body.documents), "failed": failed}
 
-    @app.post("/v1/documents", tags=["documents"], responses=_errs(400, 401, 413, 422, 429, 500, 503))
+    @app.post("/v1/documents", tags=["documents"], responses={
+        **_errs(400, 401, 413, 422, 429, 500, 503),
+        202: {"description": "Queued (`wait=false`): the run id, its files; `Location` is the run"}})
     def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None,
-               idempotency_key: IdempotencyKey = None) -> Any:
+               idempotency_key: IdempotencyKey = None,
+               wait: Annotated[bool, Query(description="false: queue one job per file and answer 202 at once")]
+               = True) -> Any:
         """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
         ingestion run with its items (a file that fails is listed with its reason; the rest are stored).
+
+        With `wait=false` the files are queued (one job each, stored by the workers: `ragd worker` processes and
+        the server's own) and the answer is 202 at once, `Location: /v1/runs/{run_id}` to follow; a tenant with
+        RAGD_QUEUE_MAX_FILES files open is answered 429 with `Retry-After`.
 
         Documents become searchable batch by batch as they are stored: a client that loses the connection may
         find some stored. Send `Idempotency-Key` to retry safely: the same key with the same files returns the
@@ -518,10 +540,18 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         col = r.collection(collection, tenant=who)
         limit = r.settings.max_file_bytes
         with spool_folder(r.settings.home) as folder:
-            digest = hashlib.sha256(f"documents\x00{col.name}".encode())
+            digest = hashlib.sha256(f"documents\x00{col.name}\x00{wait}".encode())
             uploads = [spool(folder, n, f.filename, _hashed(f, digest), limit) for n, f in enumerate(files)]
-            return _idempotent(r, who, idempotency_key, digest.hexdigest,
-                               lambda: {"collection": col.name, **col.ingest(uploads=uploads).as_dict()})
+            if wait:
+                return _idempotent(r, who, idempotency_key, digest.hexdigest,
+                                   lambda: {"collection": col.name, **col.ingest(uploads=uploads).as_dict()})
+            queued = _idempotent(r, who, idempotency_key, digest.hexdigest,
+                                 lambda: {"collection": col.name, **jobs.enqueue(col, uploads=uploads).as_dict()},
+                                 status_code=202)
+            if isinstance(queued, JSONResponse):  # a replay
+                queued.headers["Location"] = f"/v1/runs/{json.loads(bytes(queued.body))['run_id']}"
+                return queued
+            return JSONResponse(queued, status_code=202, headers={"Location": f"/v1/runs/{queued['run_id']}"})
 
     @app.get("/v1/documents", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
@@ -556,6 +586,12 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     def get_run(run_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
         """One ingestion run with every item."""
         return jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
+
+    @app.delete("/v1/runs/{run_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
+    def cancel_run(run_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
+        """Cancel a queued run: its queued files are dropped; files being stored finish; stored items stay. A run
+        that already ended is left as it is (its status is returned)."""
+        return jobs.cancel(r, run_id, tenant=who)
 
     @app.get("/v1/executions/{query_id}", tags=["answers"], responses=_errs(400, 401, 404, 429, 500, 503))
     def get_execution(query_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
@@ -656,7 +692,7 @@ def _request_hash(route: str, body: Any) -> str:
 
 
 def _idempotent(r: Ragd, who: str, key: str | None, request_hash: Callable[[], str],
-                run: Callable[[], dict[str, Any]]) -> Any:
+                run: Callable[[], dict[str, Any]], status_code: int = 200) -> Any:
     """run(), once per Idempotency-Key: a repeat of a finished request replays its response."""
     if key is None:
         return run()
@@ -673,7 +709,7 @@ def _idempotent(r: Ragd, who: str, key: str | None, request_hash: Callable[[], s
         return JSONResponse(row[2], status_code=int(row[1]), headers={"Idempotent-Replayed": "true"})
     response = jsonable(run())
     with r.store.tenant(who) as conn:
-        conn.execute(queries.FINISH_IDEMPOTENCY_KEY, {"key": key, "request_hash": digest, "status_code": 200,
+        conn.execute(queries.FINISH_IDEMPOTENCY_KEY, {"key": key, "request_hash": digest, "status_code": status_code,
                                                       "response": Jsonb(response)})
     return response
 
@@ -712,6 +748,13 @@ class ServerConfig(uvicorn.Config):
 
     def bind_socket(self) -> socket.socket:
         return socket.socket(fileno=super().bind_socket().detach())
+
+
+def _serves_jobs(rag: Ragd) -> bool:
+    """Whether this server process runs queued ingestion jobs: RAGD_SERVE_JOBS on or off, else (auto) on the
+    embedded server, where one command must be enough for uploads to be stored."""
+    mode = rag.settings.serve_jobs
+    return mode == "on" or (mode == "auto" and rag.store.embedded)
 
 
 def run_server(host: str, port: int, workers: int) -> None:
@@ -773,6 +816,8 @@ def _errors(app: FastAPI) -> None:
         if status == 503:
             log.error("request %s: %s", getattr(request.state, "request_id", ""), exc)
             return respond(request, 503, code, DATABASE_UNAVAILABLE, {"Retry-After": "5"})
+        if isinstance(exc, QueueFull):
+            return respond(request, 429, code, str(exc), {"Retry-After": str(exc.retry_after_s)})
         return respond(request, status, code, str(exc))
 
     @app.exception_handler(RequestValidationError)

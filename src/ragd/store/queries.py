@@ -637,7 +637,8 @@ WHERE f.run_id = %(run_id)s AND f.ordinal = x.o"""
 LOCK_RUN = "SELECT status FROM ingestion_runs WHERE run_id = %(run_id)s FOR UPDATE"
 START_FILE = """
 WITH f AS (
-    UPDATE ingestion_files SET status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+    UPDATE ingestion_files SET status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
+                               worker = %(worker)s
     WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s AND status IN ('queued', 'running') RETURNING *
 ), r AS (
     UPDATE ingestion_runs SET status = 'running', stage = 'store'

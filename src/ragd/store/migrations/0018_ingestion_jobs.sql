@@ -36,6 +36,7 @@ CREATE TABLE ingestion_files (
     status      text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'running', 'done', 'cancelled')),
     job_id      bigint,
     attempts    integer NOT NULL DEFAULT 0,
+    worker      text,  -- host:pid of the process storing it (its last attempt)
     started_at  timestamptz,
     finished_at timestamptz,
     PRIMARY KEY (tenant_id, run_id, ordinal),
@@ -46,5 +47,5 @@ REVOKE ALL ON ingestion_files FROM PUBLIC;
 -- a tenant sees its own files' progress, never their bytes
 ALTER TABLE ingestion_files ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON ingestion_files USING (tenant_id = (SELECT ragd_tenant()));
-GRANT SELECT (run_id, ordinal, tenant_id, name, source_uri, size, status, attempts, started_at, finished_at)
+GRANT SELECT (run_id, ordinal, tenant_id, name, source_uri, size, status, attempts, worker, started_at, finished_at)
     ON ingestion_files TO ragd_app;
