@@ -330,3 +330,16 @@ def test_reading_as_an_unknown_tenant_creates_nothing(client: ragd.Ragd, base_ur
     assert roles() == before
     client.collection("x", tenant=tenant)  # creating a collection creates its tenant
     assert roles() == before + 1
+
+
+def test_the_job_queue_and_queued_bytes_are_closed_to_tenants(client: ragd.Ragd, two_tenants: Any,
+                                                               tmp_path: Any) -> None:
+    from ragd import jobs
+    from tests.test_replicas import _probe_tenant_session
+
+    (tmp_path / "queued.md").write_text("# Queued\n\nA file of the victim's, its bytes in the queue.\n")
+    queued = jobs.enqueue(two_tenants[1], [tmp_path / "queued.md"])
+    try:
+        _probe_tenant_session(client.store, "mallory", "victim")
+    finally:
+        jobs.cancel(client, str(queued.run_id), tenant="victim")

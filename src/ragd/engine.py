@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -84,6 +85,7 @@ class Ragd:
         self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
         self._reranker: Reranker | bool | None = False  # False: not made yet
         self._generator: Generator | bool | None = False
+        self._written: dict[str, str] = {}  # tenant -> the primary's WAL position after its last write here
 
     @property
     def reranker(self) -> Reranker | None:
@@ -98,6 +100,17 @@ class Ragd:
         if self._generator is False:
             self._generator = make_generator(self.settings.generator, self.settings)
         return self._generator  # type: ignore[return-value]
+
+    def reading(self, tenant: str) -> contextlib.AbstractContextManager[Any]:
+        """A tenant's read-only session for search and ask: a replica when one is configured and current enough
+        (it has replayed this client's last write of the tenant, or the primary serves it), else the primary."""
+        return self.store.reading(tenant, after_lsn=self._written.get(tenant))
+
+    def wrote(self, tenant: str) -> None:
+        """Remember the primary's WAL position after a write of the tenant (with replicas only): its next reads
+        wait for a replica to replay it (read your writes)."""
+        if self.store.replicas:
+            self._written[tenant] = self.store.write_lsn()
 
     def close(self) -> None:
         self.store.close()
@@ -361,6 +374,7 @@ class Collection:
                                 workers=workers, part=part)
             annotate(s, **{"rag.items": len(report.items), "rag.failed": len(report.failed),
                            "rag.chunks": report.chunks})
+            self.client.wrote(self.tenant)
             return report
 
     # -- search -------------------------------------------------------------------------------
@@ -389,7 +403,7 @@ class Collection:
         if not cache.enabled:
             return retrieve(query, full, self, debug=debug)
         key = cache_key(self.tenant, self.collection_id, query, full)
-        with self.store.tenant(self.tenant) as conn:
+        with self.client.reading(self.tenant) as conn:
             row = conn.execute(queries.COLLECTION_GENERATION, {"collection_id": self.collection_id}).fetchone()
         if row is None:
             raise CollectionNotFound(f"collection {self.name!r} no longer exists")
@@ -489,7 +503,8 @@ class Collection:
                                                 "keys": [k for _, k in bands]})
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
-            return uuid.UUID(str(doc_id))
+        self.client.wrote(self.tenant)
+        return uuid.UUID(str(doc_id))
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The collection's latest ingestion runs, newest first."""
@@ -621,7 +636,10 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
     if qvec is not None:
         col.check_dims(int(qvec.shape[0]))
         clock.lap("embed")
-    with col.store.tenant(col.tenant) as conn:
+    with col.client.reading(col.tenant) as conn:
+        if debug is not None and col.store.replicas:  # which server answered: a replica is in recovery
+            debug["served_by"] = "replica" if conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,) \
+                else "primary"
         matching = _hybrid_filter_count(conn, col, plan)
         if qvec is not None:
             legs.append(vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
@@ -800,7 +818,7 @@ def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, rer
 def answer_terms(question: str, col: Collection) -> tuple[dict[str, int], int]:
     """The collection's document frequency of each content word of the question (absent: not held), and its
     chunk count (at least 1)."""
-    with col.store.tenant(col.tenant) as conn:
+    with col.client.reading(col.tenant) as conn:
         row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id,
                                               "terms": content_stems(question)}).fetchone()
     return (dict(row[1]), max(int(row[0]), 1)) if row else ({}, 1)

@@ -7,8 +7,9 @@ import hmac
 import logging
 import re
 import threading
+import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -20,7 +21,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings, load_settings
-from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError, TenantNotFound
+from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError, RagdError, TenantNotFound
 from . import embedded, queries
 
 _log = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ class Store:
         self._tenant_lock = threading.Lock()
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
         self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
+        urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()] if migrate else []
+        self.replicas = [Replica(u, settings) for u in urls]
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
@@ -142,6 +145,8 @@ class Store:
         return cls(resolved, settings=settings, embedded_server=is_embedded, migrate=migrate)
 
     def close(self) -> None:
+        for replica in self.replicas:
+            replica.close()
         self._closer()
 
     # -- tenants ------------------------------------------------------------------------------
@@ -313,6 +318,35 @@ class Store:
             with conn.transaction():
                 yield conn
 
+    @contextmanager
+    def reading(self, tenant_id: str, *, after_lsn: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A tenant's read-only work (search, ask's retrieval): on the first replica that answers, replays the
+        primary within RAGD_REPLICA_MAX_LAG_S and has replayed `after_lsn` (the client's last write; waited for up
+        to RAGD_READ_YOUR_WRITES_WAIT_S), else on the primary. A replica down or behind is skipped with a warning,
+        never an error to the caller."""
+        with contextlib.ExitStack() as stack:
+            conn = None
+            for replica in self.replicas:
+                if not replica.usable(self, after_lsn):
+                    continue
+                try:
+                    conn = stack.enter_context(replica.store().tenant(tenant_id))
+                    break
+                except (RagdError, psycopg.Error) as exc:  # of any kind: the primary serves instead
+                    replica.failed(exc)
+            if conn is None:
+                conn = stack.enter_context(self.tenant(tenant_id))
+            yield conn
+
+    def write_lsn(self) -> str:
+        """The primary's WAL position now: a read that must see what was committed before waits for it."""
+        with self._connection() as conn:
+            conn.autocommit = True
+            try:
+                return str(conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0])  # type: ignore[index]
+            finally:
+                conn.autocommit = False
+
     @staticmethod
     @contextmanager
     def exclusive(conn: psycopg.Connection[Any], name: str) -> Iterator[bool]:
@@ -373,6 +407,108 @@ class Store:
                 return 0
             row = conn.execute(queries.SCHEMA_VERSION).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
+
+
+def lsn_value(lsn: str) -> int:
+    """A WAL position ('16/B374D848') as a number, to compare two."""
+    high, low = lsn.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+class Replica:
+    """A streaming replica (RAGD_READ_DATABASE_URL): its tenant sessions (the same roles and policies as the
+    primary's, replicated with it), and whether it may serve a read now, checked at most once a second."""
+
+    CHECK_EVERY_S = 1.0
+
+    def __init__(self, url: str, settings: Settings):
+        self.url = url
+        self.settings = settings.model_copy(update={"database_url": url, "app_database_url": None,
+                                                    "read_database_url": None})
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+        self._checked = -1e9
+        self._usable = False
+        self._replayed = 0
+        self._heads: deque[tuple[float, int]] = deque(maxlen=600)  # (when, the primary's WAL position then)
+        self._reason = ""
+
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = Store(self.url, settings=self.settings, migrate=False)
+            return self._store
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    def failed(self, exc: BaseException) -> None:
+        self._set(False, f"failed: {_first_line(str(exc))}")
+        self._checked = time.monotonic()
+
+    def _set(self, usable: bool, reason: str = "") -> None:
+        if usable != self._usable or reason.split(":")[0] != self._reason.split(":")[0]:
+            if usable:
+                if self._reason:  # (not on the first check)
+                    _log.warning("read replica %s serves reads again", _redact(self.url))
+            else:
+                _log.warning("read replica %s skipped (reads go to the primary): %s", _redact(self.url), reason)
+        self._usable, self._reason = usable, reason
+
+    def usable(self, primary: Store, after_lsn: str | None) -> bool:
+        now = time.monotonic()
+        if now - self._checked >= self.CHECK_EVERY_S:
+            self._checked = now
+            self._check(primary, now)
+        if not self._usable:
+            return False
+        if after_lsn is None or self._replayed >= lsn_value(after_lsn):
+            return True
+        return self._wait_for(lsn_value(after_lsn))
+
+    def _check(self, primary: Store, now: float) -> None:
+        try:
+            with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
+                in_recovery, replayed, behind_s = conn.execute(queries.REPLICA_STATE).fetchone()  # type: ignore[misc]
+            head = lsn_value(primary.write_lsn())
+        except (psycopg.Error, RagdError) as exc:
+            self._set(False, f"unreachable: {_first_line(str(exc))}")
+            return
+        if not in_recovery:
+            self._set(False, "not in recovery (promoted, or not a replica): it would serve writes of its own")
+            return
+        self._replayed = lsn_value(str(replayed)) if replayed else 0
+        # it has replayed everything the primary had written at the last check whose position it passed: its lag
+        # is the time since then (0 when it has what the primary has now); before any such check, the time since
+        # the last transaction it replayed
+        self._heads.append((now, head))
+        passed = [when for when, position in self._heads if position <= self._replayed]
+        lag = now - max(passed) if passed else max(float(behind_s or 0.0), now - self._heads[0][0])
+        limit = self.settings.replica_max_lag_s
+        if lag > limit:
+            self._set(False, f"lagging: {lag:.1f}s behind the primary, over RAGD_REPLICA_MAX_LAG_S={limit:g}")
+        else:
+            self._set(True)
+
+    def _wait_for(self, lsn: int) -> bool:
+        """Wait (at most RAGD_READ_YOUR_WRITES_WAIT_S) for this replica to replay lsn; False past that."""
+        deadline = time.monotonic() + self.settings.read_your_writes_wait_s
+        try:
+            with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
+                while True:
+                    replayed = conn.execute("SELECT pg_last_wal_replay_lsn()").fetchone()[0]  # type: ignore[index]
+                    self._replayed = max(self._replayed, lsn_value(str(replayed)) if replayed else 0)
+                    if self._replayed >= lsn:
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    time.sleep(0.01)
+        except psycopg.Error as exc:
+            self.failed(exc)
+            return False
 
 
 def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600,

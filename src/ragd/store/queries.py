@@ -681,3 +681,9 @@ UPDATE ingestion_runs r SET
 FROM f, s WHERE r.run_id = %(run_id)s"""
 RUN_FILES = """
 SELECT status, count(*) FROM ingestion_files WHERE run_id = %(run_id)s GROUP BY status ORDER BY status"""
+
+# -- read replicas -----------------------------------------------------------------------------------
+
+REPLICA_STATE = """
+SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn(),
+       extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8"""
