@@ -74,7 +74,7 @@ ON CONFLICT (tenant_id, name) DO NOTHING"""
 
 INIT_LEXICAL_STATS = """
 INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%(collection_id)s, %(tenant_id)s)
-ON CONFLICT (collection_id) DO NOTHING"""
+ON CONFLICT (collection_id, tenant_id) DO NOTHING"""
 
 GET_COLLECTION = """
 SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at
@@ -276,7 +276,7 @@ ACTIVATE_VERSIONS = [
          INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
          SELECT collection_id, term, tenant_id, count(*) FROM posted
          GROUP BY collection_id, term, tenant_id ORDER BY term
-         ON CONFLICT (collection_id, term) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
+         ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
        )
        UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
        FROM (SELECT collection_id, count(DISTINCT chunk_id) AS n, sum(tf) AS len FROM posted
