@@ -25,6 +25,8 @@ from ragd.errors import QueueFull, RunNotFound
 from ragd.server import create_app
 from ragd.store import queries
 
+from .conftest import run_cli
+
 
 def _files(folder: Path, n: int, prefix: str = "note") -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
@@ -310,3 +312,25 @@ def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dic
                                                 (queued.run_id,))]
     assert killed == 3 and sum(attempts) >= 30 + 3  # each kill cost its job a second attempt (or more)
     rag.close()
+
+
+def test_the_cli_queues_watches_and_cancels(cli_env: dict[str, str], tmp_path: Path, name: str) -> None:
+    env = {**cli_env, "RAGD_TENANT": "cli-queue"}
+    _files(tmp_path, 3, "cli")
+    queued = run_cli(["ingest", str(tmp_path), "-c", name, "--queue", "--json"], env)
+    assert queued.returncode == 0, queued.stderr
+    run_id = json.loads(queued.stdout)["run_id"]
+    assert json.loads(queued.stdout) == {"run_id": run_id, "status": "queued", "files": 3, "failed": 0}
+    worked = run_cli(["worker", "--until-empty"], env)
+    assert worked.returncode == 0, worked.stderr
+    watched = run_cli(["runs", "watch", run_id], env)
+    assert watched.returncode == 0, watched.stderr
+    assert sum(line.startswith("ingested ") for line in watched.stdout.splitlines()) == 3  # each item as it lands
+    assert f"run {run_id} succeeded: files 3/3 done" in watched.stdout
+    shown = run_cli(["runs", "show", run_id], env)
+    assert "files 3/3 done (0 running, 0 queued, 0 cancelled)" in shown.stdout
+    again = json.loads(run_cli(["ingest", str(tmp_path), "-c", name, "--queue", "--json"], env).stdout)
+    cancelled = run_cli(["runs", "cancel", again["run_id"]], env)
+    assert cancelled.returncode == 0 and f"run {again['run_id']} cancelled: 3 queued files dropped" in cancelled.stdout
+    missing = run_cli(["runs", "cancel", str(uuid.uuid4())], env)
+    assert missing.returncode == 4 and "run_not_found" in missing.stderr

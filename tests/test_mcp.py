@@ -92,3 +92,31 @@ def test_mcp_over_http_needs_the_key_and_keeps_tenants_apart(cli_env: dict[str, 
     _check(seen)
     assert other.is_error and "collection_not_found" in other.content[0].text  # B sees nothing of A's
     assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+
+
+def test_mcp_ingest_with_wait_false_queues_files(cli_env: dict[str, str], settings: Settings, name: str) -> None:
+    from ragd import jobs
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | cli_env | {
+        "RAGD_TENANT": "mcp-queue", "RAGD_RERANKER": "none"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ragd.cli", "mcp"], env=env, cwd=str(REPO))
+    leave = base64.b64encode((SAMPLES / "parental-leave.md").read_bytes()).decode()
+
+    async def main() -> tuple[dict[str, Any], Any]:
+        async with Client(params, read_timeout_seconds=120) as client:
+            queued = _json(await client.call_tool("ingest", {"collection": name, "wait": False, "files": [
+                {"name": "leave.md", "content_base64": leave}]}))
+            refused = await client.call_tool("ingest", {"collection": name, "wait": False, "texts": [
+                {"id": "t", "text": "Texts are stored at once."}]})
+            return queued, refused
+
+    queued, refused = anyio.run(main)
+    assert queued["status"] == "queued" and queued["files"] == 1 and queued["collection"] == name
+    assert refused.is_error and "bad_request" in refused.content[0].text
+    library = ragd.connect(settings=settings)
+    try:
+        anyio.run(lambda: jobs.Jobs(library).run(signals=False, until_empty=True))
+        run = library.run(queued["run_id"], tenant="mcp-queue")
+        assert run["status"] == "succeeded" and [i["external_id"] for i in run["items"]] == ["leave.md"]
+    finally:
+        library.close()

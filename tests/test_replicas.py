@@ -102,7 +102,8 @@ def test_search_is_served_by_the_replica_and_sees_the_clients_own_writes(routed:
     assert not answer.abstained and answer.debug is not None and answer.debug["served_by"] == "replica"
     # the ingest reached the replica by replay, not by ragd writing there
     with psycopg.connect(replica.url) as conn:
-        assert conn.execute("SELECT count(*) FROM documents WHERE external_id = 'r1'").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM documents WHERE external_id = 'r1' AND collection_id = %s",
+                            (col.collection_id,)).fetchone() == (1,)
 
 
 def test_a_lagging_replica_is_skipped_or_waited_for(settings: Settings, replica: Server, name: str,

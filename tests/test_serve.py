@@ -10,9 +10,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -163,6 +165,18 @@ def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path
                 if statuses[-1] == 200:
                     break
                 time.sleep(0.5)
+            # the server's own ingestion worker came back with the database: a queued upload is stored
+            queued = httpx.post(url + "/v1/documents", params={"wait": "false", "collection": "docs"}, headers=auth,
+                                files=[("files", ("after.md", b"# After\n\nThe database came back at noon.\n"))],
+                                timeout=30)
+            assert queued.status_code == 202, queued.text
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                run = httpx.get(url + queued.headers["location"], headers=auth, timeout=30).json()
+                if run["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.5)
+            assert run["status"] == "succeeded", run
         assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
         assert not_ready.status_code == 503 and alive.status_code == 200
         for response in (down, not_ready):  # nothing of the URL (user, database, socket path) to any client
@@ -170,7 +184,7 @@ def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path
             assert response.headers["Retry-After"] == "5"
         assert "PostgreSQL" in server["stderr"], server["stderr"][-3000:]  # the server's log says what failed
         assert statuses[-1] == 200 and set(statuses) <= {200, 503}, statuses
-        assert "Traceback" not in server["stderr"]
+        assert "Traceback" not in server["stderr"], server["stderr"][-8000:]
     finally:
         run_cli(["db", "stop"], env)
 
@@ -321,3 +335,48 @@ def test_a_server_killed_mid_upload_leaves_nothing_to_clean_and_a_retry_is_idemp
         assert other.status_code == 422 and other.json()["error"] == "idempotency_key_reused"
         listed = httpx.get(server["url"] + "/v1/documents?collection=crash&limit=1000", headers=auth, timeout=30)
         assert len(listed.json()["documents"]) == 400
+
+
+WORDS = ("apples pears plums cherries lemons limes melons grapes figs dates olives peaches apricots quinces kiwis "
+         "mangoes papayas guavas lychees").split()
+
+
+def test_serve_stores_a_queued_upload_and_a_worker_process_shares_it(cli_env: dict[str, str], client: Any) -> None:
+    """The issue's done-when: `ragd serve` on the embedded server answers an upload of 20 files with ?wait=false
+    with 202 at once, and the run succeeds, its files stored by the server's own worker and a `ragd worker`."""
+    tenant = "serve-q-" + uuid.uuid4().hex[:6]
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_WORKER_HEARTBEAT_S": "0.5"}
+    key = run_cli(["keys", "create", "--tenant", tenant], env).stdout.strip().splitlines()[-1]
+    def body(n: int) -> str:  # twenty different inventories (not near-duplicates of one another)
+        return "\n\n".join(f"Paragraph {p} of inventory {n}: aisle {p * n} holds {p * 11 + n * 7} pallets of "
+                           f"{WORDS[(p + n) % len(WORDS)]} and {WORDS[(p * n) % len(WORDS)]}." for p in range(400))
+
+    files = [("files", (f"inventory-{n:02d}.md", f"# Inventory {n}\n\n{body(n)}\n".encode(), "text/markdown"))
+             for n in range(20)]
+    worker_env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env
+    with serving(env) as server:
+        worker = subprocess.Popen([sys.executable, "-m", "ragd.cli", "worker"], env=worker_env, cwd=REPO,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(3)  # the worker process registered (it takes jobs as soon as they are queued)
+            began = time.monotonic()
+            response = httpx.post(server["url"] + "/v1/documents", params={"wait": "false", "collection": "inv"},
+                                  files=files, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+            answered_in = time.monotonic() - began
+            assert response.status_code == 202, response.text
+            location = server["url"] + response.headers["location"]
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                run = httpx.get(location, headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
+                if run["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.3)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=60)
+    assert answered_in < 10  # at once: nothing was extracted or embedded before the answer
+    assert run["status"] == "succeeded" and run["stats"]["counts"] == {"ingested": 20}, run
+    with client.store.admin() as conn:
+        pids = {r[0].rsplit(":", 1)[1] for r in conn.execute(
+            "SELECT worker FROM ingestion_files WHERE run_id = %s", (run["run_id"],))}
+    assert pids == {server["pid"], str(worker.pid)}  # both stored some of its files

@@ -156,8 +156,11 @@ def open_collection(collection: str | None, tenant: str | None, embedder: str | 
     return open_client(embedder).collection(collection, tenant=tenant, create=create)
 
 
+tenant_option = click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+
+
 def common(func: F) -> F:
-    func = click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")(func)
+    func = tenant_option(func)
     func = click.option("--collection", "-c", envvar="RAGD_COLLECTION",
                         help="Collection name (default: RAGD_COLLECTION or 'default').")(func)
     return func
@@ -738,7 +741,7 @@ def _run_row(run: dict[str, Any]) -> tuple[str, ...]:
 
 @runs.command("show")
 @click.argument("run_id")
-@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+@tenant_option
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def runs_show(run_id: str, tenant: str | None, as_json: bool) -> None:
@@ -776,7 +779,7 @@ def _progress_line(run: dict[str, Any]) -> str:
 
 @runs.command("watch")
 @click.argument("run_id")
-@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+@tenant_option
 @click.option("--timeout", "timeout_s", default=86400.0, type=click.FloatRange(0),
               help="Give up after this many seconds.")
 @handle_errors
@@ -819,7 +822,7 @@ def runs_watch(run_id: str, tenant: str | None, timeout_s: float) -> None:
 
 @runs.command("cancel")
 @click.argument("run_id")
-@click.option("--tenant", envvar="RAGD_TENANT", help="Tenant id (default: RAGD_TENANT or 'default').")
+@tenant_option
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def runs_cancel(run_id: str, tenant: str | None, as_json: bool) -> None:

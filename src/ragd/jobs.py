@@ -191,6 +191,11 @@ class Jobs:
         self._collections: dict[tuple[str, str], Collection] = {}
         self._lock = threading.Lock()
         self.jobs_done = 0
+        for name in ["procrastinate", *sorted(logging.root.manager.loggerDict)]:  # (a logger's filters are its own)
+            if name.startswith("procrastinate"):
+                quiet = logging.getLogger(name)
+                if not any(isinstance(f, _OneLine) for f in quiet.filters):
+                    quiet.addFilter(_OneLine())
 
     def _collection(self, tenant: str, name: str) -> Collection:
         with self._lock:
@@ -251,7 +256,25 @@ class Jobs:
 
     async def run(self, *, concurrency: int = 1, stop: asyncio.Event | None = None, signals: bool = True,
                   until_empty: bool = False) -> None:
-        """Run jobs until stopped (a signal, `stop` set) or, with `until_empty`, until the queue is empty."""
+        """Run jobs until stopped (a signal, `stop` set) or, with `until_empty`, until the queue is empty. A lost
+        database stops nothing: the worker says so in one line and starts again, waiting longer each time (its
+        jobs meanwhile are retried by the others, or by itself once it is back)."""
+        stop = stop or asyncio.Event()
+        delay = 1.0
+        while not stop.is_set():
+            try:
+                await self._run_once(concurrency, stop, signals, until_empty)
+                return
+            except Exception as exc:  # of any kind: the queue's database away, its connection lost
+                if until_empty:
+                    raise DatabaseUnavailable(f"the ingestion worker lost the database: {_line(exc)}") from exc
+                log.warning("the ingestion worker lost the database (%s); starting again in %.0f s", _line(exc),
+                            delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _run_once(self, concurrency: int, stop: asyncio.Event, signals: bool, until_empty: bool) -> None:
         s = self.rag.settings
         async with self.app.open_async():
             reclaim = asyncio.create_task(self._reclaim_stalled())
@@ -260,19 +283,16 @@ class Jobs:
                 update_heartbeat_interval=s.worker_heartbeat_s, stalled_worker_timeout=s.worker_stalled_s,
                 delete_jobs="successful", name=f"ragd-{socket.gethostname()}-{os.getpid()}",
                 fetch_job_polling_interval=min(5.0, s.worker_heartbeat_s)))
-            waits: list[asyncio.Future[Any]] = [worker]
-            if stop is not None:
-                waits.append(asyncio.ensure_future(stop.wait()))
+            stopped = asyncio.ensure_future(stop.wait())
             try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait([worker, stopped], return_when=asyncio.FIRST_COMPLETED)
             finally:
                 reclaim.cancel()
+                stopped.cancel()
                 if not worker.done():
                     worker.cancel()  # procrastinate stops taking jobs; those running finish
                 with contextlib.suppress(asyncio.CancelledError):
                     await worker
-                for w in waits[1:]:
-                    w.cancel()
 
     async def _reclaim_stalled(self) -> None:
         """Give the jobs of workers that stopped sending heartbeats (killed, their machine lost) to the queue
@@ -289,6 +309,22 @@ class Jobs:
                 await manager.prune_stalled_workers(s.worker_stalled_s)
             except Exception as exc:  # of any kind: the database away for a while; tried again next time
                 log.warning("could not look for stalled jobs: %s", exc)
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+class _OneLine(logging.Filter):
+    """procrastinate's own log records as one line each: the exception's message, never its traceback (a lost
+    database is reported, not dumped)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {_line(record.exc_info[1])}"
+            record.args = None
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
 def _close_run(conn: psycopg.Connection[Any], run_id: uuid.UUID, *, keep_status: bool = False) -> None:

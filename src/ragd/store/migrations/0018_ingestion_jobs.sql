@@ -46,6 +46,7 @@ CREATE INDEX ingestion_files_open ON ingestion_files (tenant_id) WHERE status IN
 REVOKE ALL ON ingestion_files FROM PUBLIC;
 -- a tenant sees its own files' progress, never their bytes
 ALTER TABLE ingestion_files ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON ingestion_files USING (tenant_id = (SELECT ragd_tenant()));
+CREATE POLICY tenant_isolation ON ingestion_files USING (tenant_id = (SELECT ragd_tenant()))
+    WITH CHECK (tenant_id = (SELECT ragd_tenant()));
 GRANT SELECT (run_id, ordinal, tenant_id, name, source_uri, size, status, attempts, worker, started_at, finished_at)
     ON ingestion_files TO ragd_app;
