@@ -90,7 +90,17 @@ def queued(client: ragd.Ragd, paths: list[Path], n: int, home: Path, embedder: s
     counts = run["stats"]["counts"]
     return {"seconds": seconds, "enqueue": enqueued, "files": run["progress"]["files"]["total"],
             "items": run["stats"]["items"], "chunks": run["stats"]["chunks"], "failed": counts.get("failed", 0),
-            "peak_mb": peak / 2**20, "status": run["status"] == "succeeded"}
+            "peak_mb": peak / 2**20, "status": run["status"] == "succeeded", **_spent(run["items"])}
+
+
+def _spent(items: list[dict[str, object]]) -> dict[str, object]:
+    """Where the items' time went: extraction (reading, OCR, layout, chunking) and storing (embedding, writing),
+    summed over the items, and the slowest item."""
+    timed = [(float(i["extract_seconds"] or 0.0), float(i["store_seconds"] or 0.0), str(i["external_id"] or ""))
+             for i in items if i["extract_seconds"] is not None]  # type: ignore[arg-type]
+    slowest = max(timed, key=lambda t: t[0] + t[1], default=(0.0, 0.0, ""))
+    return {"extract_s": sum(t[0] for t in timed), "store_s": sum(t[1] for t in timed),
+            "slowest": f"{Path(slowest[2]).name} {slowest[0]:.1f}+{slowest[1]:.1f} s"}
 
 
 def in_process(client: ragd.Ragd, paths: list[Path]) -> dict[str, float]:
@@ -99,8 +109,9 @@ def in_process(client: ragd.Ragd, paths: list[Path]) -> dict[str, float]:
     report = col.ingest(paths, workers=1)
     seconds = time.perf_counter() - t0
     files = len({i.source_uri.split("#")[0] for i in report.items})
+    items = client.run(str(report.run_id), tenant=col.tenant)["items"]
     return {"seconds": seconds, "enqueue": 0.0, "files": files, "items": len(report.items),
-            "chunks": report.chunks, "failed": len(report.failed), "peak_mb": 0.0, "status": True}
+            "chunks": report.chunks, "failed": len(report.failed), "peak_mb": 0.0, "status": True, **_spent(items)}
 
 
 def main() -> None:
@@ -126,6 +137,9 @@ def main() -> None:
         print(f"{label:<24} {r['seconds']:8.1f} {r['files'] / r['seconds']:8.2f} {pages / r['seconds']:8.2f} "
               f"{r['chunks'] / r['seconds']:9.1f} {r['seconds'] / base:8.2f}x {r['items']:6.0f} {r['failed']:6.0f} "
               f"{r['enqueue']:8.2f} {r['peak_mb']:8.0f}" + ("" if r["status"] else "  (run did not succeed)"))
+    print(f"{'run':<24} {'extract s':>10} {'store s':>9}  slowest item (extract+store)")
+    for label, r in rows:
+        print(f"{label:<24} {r['extract_s']:10.1f} {r['store_s']:9.1f}  {r['slowest']}")
     one = next((r for label, r in rows if label == "queue, 1 worker"), None)
     if one is not None:
         print(f"queue overhead per job (1 worker against 1 process): "

@@ -536,8 +536,8 @@ def progress(run: Mapping[str, Any]) -> dict[str, Any]:
         rate = files.get("done", 0) / elapsed if elapsed > 0 else 0.0
         out["files"] = {"total": total, **{k: files.get(k, 0) for k in ("queued", "running", "done", "cancelled")}}
         out["files_per_s"] = round(rate, 3)
-        out["eta_s"] = round((total - done) / rate, 1) if rate > 0 and done < total else (0.0 if done == total
-                                                                                           else None)
+        left = total - done
+        out["eta_s"] = 0.0 if left == 0 else round(left / rate, 1) if rate > 0 else None  # None: no rate yet
     return out
 
 
