@@ -23,7 +23,7 @@ from ragd import jobs, keys
 from ragd.config import Settings
 from ragd.errors import QueueFull, RunNotFound
 from ragd.server import create_app
-from ragd.store import queries
+from ragd.store import embedded, queries
 
 from .conftest import run_cli
 
@@ -334,3 +334,46 @@ def test_the_cli_queues_watches_and_cancels(cli_env: dict[str, str], tmp_path: P
     assert cancelled.returncode == 0 and f"run {again['run_id']} cancelled: 3 queued files dropped" in cancelled.stdout
     missing = run_cli(["runs", "cancel", str(uuid.uuid4())], env)
     assert missing.returncode == 4 and "run_not_found" in missing.stderr
+
+
+def test_a_run_survives_postgresql_killed_mid_job(tmp_path: Path) -> None:
+    """PostgreSQL itself killed with SIGKILL while two workers store a run (its own embedded server): the workers
+    say so, wait for it, and the run ends with every document stored once."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | {
+        "RAGD_HOME": str(home), "RAGD_EMBEDDER": "hash", "RAGD_WORKER_HEARTBEAT_S": "0.5",
+        "RAGD_WORKER_STALLED_S": "2", "RAGD_JOB_RETRY_WAIT_S": "0.2", "RAGD_ONNX_THREADS": "1"}
+    folder = tmp_path / "ledgers"
+    folder.mkdir()
+    for n in range(8):
+        _jsonl(folder / f"ledger-{n}.jsonl", 600, f"pgkill{n}")
+    settings = Settings(home=home, embedder="hash")
+    rag = ragd.connect(settings=settings)
+    col = rag.collection("pg-killed")
+    queued = jobs.enqueue(col, [folder])
+    workers = [_worker(env) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while not _running_workers(rag, queued.run_id, {w.pid for w in workers}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        postmaster = int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        for _ in range(10):  # its backends notice their postmaster is gone and end; then it starts again
+            time.sleep(1.0)
+            if run_cli(["db", "start"], {"RAGD_HOME": str(home), "RAGD_EMBEDDER": "hash"}).returncode == 0:
+                break
+        run = jobs.wait_for(rag, str(queued.run_id), timeout_s=180)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        rag.close()
+        embedded.stop(home / "pgdata")
+    assert run["status"] == "succeeded", run["status"]
+    assert run["stats"]["counts"] == {"ingested": 8 * 600}
+    assert len({i["doc_id"] for i in run["items"]}) == 8 * 600
