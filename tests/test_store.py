@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 import psycopg
 import pytest
 
+from ragd import ids
 from ragd.config import Settings
 from ragd.engine import Ragd
 from ragd.store import Store, queries
@@ -199,3 +201,47 @@ def test_a_missing_or_invalid_vector_index_is_rebuilt_by_the_next_ingest(client,
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'DROP INDEX "{index}"')
     assert col.ensure_vector_index() is True and _index_state(client, col) is True
+
+
+def test_a_store_at_migration_17_keeps_its_rows_through_the_queue_and_the_tenant_keys(
+        fresh_database: str, settings: Settings) -> None:
+    """Migrations 18 (the job queue, runs' new statuses, bigint item numbers) and 19 (tenant_id in every key) on a
+    store with rows: every row kept, the old collection written and searched by this ragd afterwards."""
+    with psycopg.connect(fresh_database) as conn:
+        conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
+        for version, name, text in migrations():
+            if version <= 17:
+                conn.execute(text.encode("utf-8"))
+                conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
+        cid = ids.collection_id("t17", "old")
+        conn.execute("INSERT INTO tenants (tenant_id, name) VALUES ('t17', 't17')")
+        conn.execute("INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims) "
+                     "VALUES (%s, 't17', 'old', 'hash-v1-384', 384)", (cid,))
+        conn.execute("INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%s, 't17')", (cid,))
+        conn.execute("INSERT INTO lexical_terms (collection_id, term, tenant_id, df) "
+                     "VALUES (%s, 'unused', 't17', 0)", (cid,))
+        run = uuid.uuid4()
+        conn.execute("INSERT INTO ingestion_runs (run_id, tenant_id, collection_id, status) "
+                     "VALUES (%s, 't17', %s, 'succeeded')", (run, cid))
+        conn.execute("INSERT INTO ingestion_items (run_id, item_index, tenant_id, source_uri, status) "
+                     "VALUES (%s, 5, 't17', 'file:///old.md', 'failed')", (run,))
+    store = Store(fresh_database, settings=settings, migrate=False)
+    rag = Ragd(store, settings, None)
+    try:
+        assert store.migrate() == [v for v, _, _ in migrations() if v > 17]
+        with store.admin() as conn:
+            assert conn.execute("SELECT (SELECT count(*) FROM collections), (SELECT count(*) FROM lexical_terms), "
+                                "(SELECT count(*) FROM ingestion_items WHERE item_index = 5)").fetchone() == (1, 1, 1)
+        col = rag.collection("old", tenant="t17")
+        assert col.collection_id == cid
+        col.ingest(documents=[{"id": "a", "text": "Glacier melt raises the river in June."}])
+        assert [h.external_id for h in col.search("glacier river", k=3, fusion="lexical")] == ["a"]
+        with store.admin() as conn:  # the old statistics row is the one this ragd keeps
+            assert conn.execute("SELECT n_chunks FROM lexical_stats WHERE collection_id = %s", (cid,)).fetchone() \
+                == (1,)
+            with pytest.raises(psycopg.errors.UniqueViolation), conn.transaction():  # the key holds the tenant now
+                conn.execute("INSERT INTO documents (doc_id, tenant_id, collection_id, external_id, source_uri, "
+                             "source_type) SELECT gen_random_uuid(), tenant_id, collection_id, external_id, "
+                             "source_uri, source_type FROM documents WHERE collection_id = %s", (cid,))
+    finally:
+        rag.close()
