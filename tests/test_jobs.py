@@ -241,6 +241,17 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
+    """Ask the workers to stop (they finish their job), and kill one that does not within 30 s."""
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        try:
+            w.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+
+
 def _running_workers(rag: ragd.Ragd, run_id: uuid.UUID, pids: set[int]) -> set[int]:
     """The pids of our workers storing a file of the run now."""
     with rag.store.admin() as conn:
@@ -284,13 +295,7 @@ def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dic
             killed += 1
         run = jobs.wait_for(rag, str(queued.run_id), timeout_s=max(10.0, deadline - time.monotonic()))
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
+        _stop(workers)
     assert killed >= 1
     assert run["status"] == "succeeded", run["status"]
     items = run["items"]
@@ -365,15 +370,28 @@ def test_a_run_survives_postgresql_killed_mid_job(tmp_path: Path) -> None:
                 break
         run = jobs.wait_for(rag, str(queued.run_id), timeout_s=180)
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
+        _stop(workers)
         rag.close()
         embedded.stop(home / "pgdata")
     assert run["status"] == "succeeded", run["status"]
     assert run["stats"]["counts"] == {"ingested": 8 * 600}
     assert len({i["doc_id"] for i in run["items"]}) == 8 * 600
+
+
+def test_a_queued_run_records_refused_paths_as_ingest_does(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    """A link to nothing (skipped while walking) and a FIFO (not a regular file): the same items, statuses, codes
+    and sources as `ragd ingest` records for the same folder."""
+    _files(tmp_path, 1)
+    (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")
+    os.mkfifo(tmp_path / "pipe.md")
+
+    def refused(run: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return sorted((i["status"], i["error_code"], i["source_uri"]) for i in run["items"]
+                      if i["status"] not in ("ingested", "unchanged"))
+
+    direct = client.collection(name).ingest([tmp_path])
+    queued = jobs.enqueue(client.collection(name + "-q"), [tmp_path])
+    _drain(client)
+    expected = refused(client.run(str(direct.run_id)))
+    assert {s for s, _, _ in expected} == {"skipped", "failed"} and len(expected) == 2
+    assert refused(client.run(str(queued.run_id))) == expected

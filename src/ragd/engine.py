@@ -524,19 +524,17 @@ def progress(run: Mapping[str, Any]) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for item in items:
         counts[item["status"]] = counts.get(item["status"], 0) + 1
-    total = sum(files.values()) if files else None
-    done = files.get("done", 0) + files.get("cancelled", 0) if files else None
     started, finished = run.get("started_at"), run.get("finished_at")
     elapsed = ((finished.timestamp() if finished else time.time()) - started.timestamp()) if started else 0.0
     out: dict[str, Any] = {"items": dict(sorted(counts.items())), "items_done": len(items),
                            "chunks": sum(i["chunk_count"] for i in items if i["status"] in ("ingested", "updated")),
                            "elapsed_s": round(max(elapsed, 0.0), 3)}
     if files:
-        assert total is not None and done is not None
+        total = sum(files.values())
         rate = files.get("done", 0) / elapsed if elapsed > 0 else 0.0
         out["files"] = {"total": total, **{k: files.get(k, 0) for k in ("queued", "running", "done", "cancelled")}}
         out["files_per_s"] = round(rate, 3)
-        left = total - done
+        left = total - files.get("done", 0) - files.get("cancelled", 0)
         out["eta_s"] = 0.0 if left == 0 else round(left / rate, 1) if rate > 0 else None  # None: no rate yet
     return out
 

@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,16 @@ from .errors import (
     RunNotFound,
 )
 from .ingest.extract import ExtractOptions
-from .ingest.normalize import storable
-from .ingest.pipeline import PART_ITEMS, Duplicates, Part, expand_paths, near_threshold, read_source
+from .ingest.pipeline import (
+    PART_ITEMS,
+    Duplicates,
+    Part,
+    expand_paths,
+    failure_outcome,
+    near_threshold,
+    read_source,
+    write_items,
+)
 from .ingest.uploads import spool_folder
 from .store import queries
 
@@ -77,15 +85,14 @@ def enqueue(col: Collection, paths: Sequence[str | os.PathLike[str]] = (), *,
     options = options or ExtractOptions()
     threshold = near_threshold(col, near_duplicates)
     run_id = uuid.uuid4()
-    files: list[tuple[str, str, Path]] = []  # (name, source uri, file)
+    files: list[tuple[str | None, Path]] = []  # (an upload's name, or None: a path named as `ingest` names it)
     refused: list[tuple[str, RagdError]] = []
     for found in expand_paths(list(paths), follow_symlinks=options.follow_symlinks):
         if isinstance(found, RagdError):
             refused.append((str(found).split(":")[0], found))
         else:
-            resolved = found.resolve()
-            files.append((os.fsencode(resolved).decode("utf-8", "backslashreplace"), resolved.as_uri(), found))
-    files += [(name, f"upload:{name}", Path(path)) for name, path in uploads]
+            files.append((None, found))
+    files += [(name, Path(path)) for name, path in uploads]
     limit = col.settings.queue_max_files
     if len(files) > limit:
         raise InvalidRequest(f"{len(files)} files are more than a tenant may queue at once "
@@ -103,20 +110,22 @@ def enqueue(col: Collection, paths: Sequence[str | os.PathLike[str]] = (), *,
                             retry_after_s=_retry_after(conn, col.tenant, open_files + len(files) - limit))
         conn.execute(queries.INSERT_QUEUED_RUN, {"run_id": run_id, "tenant_id": col.tenant,
                                                  "collection_id": col.collection_id, "config": json.dumps(config)})
-        failures = []
-        ordinal = 0
-        for ordinal, (name, uri, path) in enumerate(files):
+        # failed items as `ragd ingest` records them: a path refused while walking, a file that cannot be read
+        failures = [(n * PART_ITEMS, failure_outcome(where, error))
+                    for n, (where, error) in enumerate(refused, start=len(files))]
+        queued = []
+        for ordinal, (name, path) in enumerate(files):
+            upload = f"upload:{name}" if name is not None else None
             try:
-                data = read_source(path, col.settings.max_file_bytes).data
+                source = read_source(path, col.settings.max_file_bytes)
             except RagdError as exc:
-                failures.append((ordinal * PART_ITEMS, name, uri, exc))
+                failures.append((ordinal * PART_ITEMS, failure_outcome(upload or path.absolute().as_uri(), exc)))
                 continue
-            conn.execute(queries.INSERT_QUEUED_FILE, {"run_id": run_id, "ordinal": ordinal, "tenant_id": col.tenant,
-                                                      "name": name, "source_uri": uri, "content": data})
-        failures += [(n * PART_ITEMS, name, name, error) for n, (name, error) in enumerate(refused, len(files))]
-        if failures:
-            conn.execute(queries.INSERT_ITEMS, _failed_items(run_id, col.tenant, failures))
-        queued = [o for o in range(len(files)) if all(f[0] != o * PART_ITEMS for f in failures)]
+            conn.execute(queries.INSERT_QUEUED_FILE, {
+                "run_id": run_id, "ordinal": ordinal, "tenant_id": col.tenant, "content": source.data,
+                "name": source.external_id if name is None else name, "source_uri": upload or source.source_uri})
+            queued.append(ordinal)
+        write_items(conn, col.tenant, run_id, sorted(failures, key=lambda f: f[0]))
         jobs = [(QUEUE, TASK, -(open_files + n), None, None,
                  psycopg.types.json.Jsonb({"run_id": str(run_id), "ordinal": o}), None) for n, o in enumerate(queued)]
         if jobs:
@@ -134,16 +143,6 @@ def _retry_after(conn: psycopg.Connection[Any], tenant: str, over: int) -> int:
     return max(1, min(300, round(over / rate))) if rate else 10
 
 
-def _failed_items(run_id: uuid.UUID, tenant: str,
-                  failures: Sequence[tuple[int, str, str, RagdError]]) -> dict[str, Any]:
-    return {"run_id": run_id, "tenant_id": tenant, "indexes": [f[0] for f in failures],
-            "source_uris": [storable(f[2]) for f in failures], "external_ids": [storable(f[1]) for f in failures],
-            "statuses": ["failed" for _ in failures], "codes": [f[3].code for f in failures],
-            "reasons": [storable(str(f[3])) for f in failures], "doc_ids": [None for _ in failures],
-            "versions": [None for _ in failures], "chunks": [0 for _ in failures],
-            "extract_seconds": [None for _ in failures], "store_seconds": [None for _ in failures]}
-
-
 def cancel(rag: Ragd, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
     """Cancel a run: its queued files are dropped (their jobs deleted); files being stored finish, and every item
     stored stays. A run that already ended is left as it is."""
@@ -159,7 +158,7 @@ def cancel(rag: Ragd, run_id: str, *, tenant: str | None = None) -> dict[str, An
                                                                     "delete_job": True})
         conn.execute(queries.CANCEL_RUN, {"run_id": run["run_id"],
                                           "error": f"cancelled: {len(dropped)} queued files dropped"})
-        _close_run(conn, run["run_id"], keep_status=True)
+        _close_run(conn, run["run_id"])
     return {"run_id": str(run["run_id"]), "status": "cancelled", "dropped": len(dropped)}
 
 
@@ -242,8 +241,7 @@ class Jobs:
                 taken = {r[0] for r in conn.execute(queries.PART_ITEMS_DONE, {
                     "run_id": run_id, "low": base, "high": base + PART_ITEMS})}
                 index = next(i for i in range(base, base + PART_ITEMS) if i not in taken)
-                conn.execute(queries.INSERT_ITEMS, _failed_items(uuid.UUID(run_id), tenant,
-                                                                 [(index, name, source_uri, failure)]))
+                write_items(conn, tenant, uuid.UUID(run_id), [(index, failure_outcome(source_uri, failure))])
             result = f"failed: {code}"
         with self.rag.store.admin() as conn:
             conn.execute(queries.LOCK_RUN, {"run_id": run_id})
@@ -327,34 +325,10 @@ class _OneLine(logging.Filter):
         return True
 
 
-def _close_run(conn: psycopg.Connection[Any], run_id: uuid.UUID, *, keep_status: bool = False) -> None:
-    """Record the run's stats from its items, and close it when no file is left open (the caller holds the run's
-    row lock, so two last files cannot both miss each other)."""
+def _close_run(conn: psycopg.Connection[Any], run_id: uuid.UUID) -> None:
+    """Record the run's stats from its items, and close it when no file is left open (a cancelled run stays
+    cancelled; the caller holds the run's row lock, so two last files cannot both miss each other)."""
     conn.execute(queries.CLOSE_QUEUED_RUN, {"run_id": run_id})
-
-
-@contextlib.contextmanager
-def worker_thread(rag: Ragd, concurrency: int = 1) -> Iterator[Jobs]:
-    """A worker running in a thread of this process (`ragd serve`), stopped when the block ends."""
-    jobs = Jobs(rag)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    failed: list[BaseException] = []
-
-    def main() -> None:
-        try:
-            loop.run_until_complete(jobs.run(concurrency=concurrency, stop=stop, signals=False))
-        except BaseException as exc:  # of any kind: reported by the thread that started it
-            failed.append(exc)
-            log.error("the in-process ingestion worker stopped: %s", exc)
-
-    thread = threading.Thread(target=main, name="ragd-jobs", daemon=True)
-    thread.start()
-    try:
-        yield jobs
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=60)
 
 
 def wait_for(rag: Ragd, run_id: str, *, tenant: str | None = None, timeout_s: float = 3600,
@@ -378,5 +352,4 @@ __all__ = [
     "cancel",
     "enqueue",
     "wait_for",
-    "worker_thread",
 ]

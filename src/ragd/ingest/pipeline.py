@@ -719,11 +719,12 @@ def _outcome(p: _Prepared, store_seconds: float) -> ItemOutcome:
                        extract_seconds=p.extract_seconds, store_seconds=store_seconds)
 
 
-def _write_items(conn: psycopg.Connection[Any], col: Collection, run_id: uuid.UUID,
-                 items: list[tuple[int, ItemOutcome]]) -> None:
+def write_items(conn: psycopg.Connection[Any], tenant: str, run_id: uuid.UUID,
+                items: Sequence[tuple[int, ItemOutcome]]) -> None:
+    """A run's items (index, outcome) in one statement."""
     if items:
         conn.execute(queries.INSERT_ITEMS, {
-            "run_id": run_id, "tenant_id": col.tenant, "indexes": [i for i, _ in items],
+            "run_id": run_id, "tenant_id": tenant, "indexes": [i for i, _ in items],
             "source_uris": [o.source_uri for _, o in items], "external_ids": [o.external_id for _, o in items],
             "statuses": [o.status for _, o in items], "codes": [o.error_code for _, o in items],
             "reasons": [o.reason for _, o in items], "doc_ids": [o.doc_id for _, o in items],
@@ -786,7 +787,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             conn.execute(queries.BUMP_GENERATION, {"collection_id": col.collection_id})
         shares = _shares(embedded_ahead + time.perf_counter() - begun, [len(p.chunks) + 1 for p in batch])
         outcomes = [(p.item_index, _outcome(p, share)) for p, share in zip(batch, shares)]
-        _write_items(conn, col, state.run_id, sorted(state.pending + outcomes, key=lambda x: x[0]))
+        write_items(conn, col.tenant, state.run_id, sorted(state.pending + outcomes, key=lambda x: x[0]))
         state.by_index.update(outcomes)
         for p in batch:
             state.warnings += [f"{p.doc.external_id}: {w}" for w in p.warnings]
@@ -897,7 +898,7 @@ def _fail(state: _RunState, index: int, outcome: ItemOutcome) -> None:
     state.by_index[index] = outcome
 
 
-def _failure(source_uri: str, exc: Exception) -> ItemOutcome:
+def failure_outcome(source_uri: str, exc: Exception) -> ItemOutcome:
     """A failed (or skipped) item's outcome: a code and a one-line reason, whatever the exception."""
     if isinstance(exc, RagdError):
         status: ItemStatus = "skipped" if isinstance(exc, Skipped) else "failed"
@@ -962,7 +963,7 @@ def run_ingest(
                 return  # stored by a killed attempt of this job (or past what one file of a queued run may hold)
             begun = time.perf_counter()
             if isinstance(doc, Exception):
-                failure = dataclasses.replace(_failure(uri, doc), extract_seconds=seconds)
+                failure = dataclasses.replace(failure_outcome(uri, doc), extract_seconds=seconds)
                 stages.call(lambda: _fail(state, index, failure))
                 return
             try:
@@ -970,7 +971,7 @@ def run_ingest(
                 batch[-1].extract_seconds = seconds + time.perf_counter() - begun
                 batch_chunks += len(batch[-1].chunks)
             except Exception as exc:  # of any kind: this item fails, the run goes on
-                failure = dataclasses.replace(_failure(doc.source_uri, exc),
+                failure = dataclasses.replace(failure_outcome(doc.source_uri, exc),
                                               extract_seconds=seconds + time.perf_counter() - begun)
                 stages.call(lambda: _fail(state, index, failure))
             if len(batch) >= BATCH_DOCS or batch_chunks >= BATCH_CHUNKS:
@@ -1077,7 +1078,7 @@ def _interrupt_if_dead(conn: psycopg.Connection[Any], run_id: uuid.UUID, tenant:
 
 def _flush_pending(col: Collection, state: _RunState, started: float) -> None:
     with col.store.tenant(col.tenant) as conn:
-        _write_items(conn, col, state.run_id, state.pending)
+        write_items(conn, col.tenant, state.run_id, state.pending)
     state.pending = []
 
 

@@ -135,7 +135,7 @@ class Store:
         self._tenant_lock = threading.Lock()
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
         self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
-        urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()] if migrate else []
+        urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()]
         self.replicas = [Replica(u, settings) for u in urls]
 
     @classmethod
