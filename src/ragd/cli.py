@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -209,27 +210,54 @@ def ingest(paths: Sequence[str], collection: str | None, tenant: str | None, tag
     if queue:
         _enqueue(col, list(paths), tag_list, options, keep_duplicates, near_duplicates, as_json)
         return
+    with _file_progress("ingest", col.settings.progress_interval_s, as_json) as on_progress:
+        report = col.ingest(list(paths), tags=tag_list, options=options,
+                            duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
+                            on_progress=on_progress, workers=workers)
+    _report_run(report, col.name, as_json)
+
+
+@contextlib.contextmanager
+def _file_progress(stage: str, interval: float, as_json: bool) -> Iterator[Callable[[int, int, str], None]]:
+    """A run's progress: a bar on a terminal, else a line every `interval` seconds (none with --json)."""
     live = err.is_terminal and not as_json
-    lines = LineProgress(col.settings.progress_interval_s)
-    with Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    lines = LineProgress(interval)
+    with Progress(TextColumn(f"[bold]{stage}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=True, disable=not live) as progress:
         task = progress.add_task("", total=None)
 
         def on_progress(done: int, total: int, label: str) -> None:
             progress.update(task, completed=done, total=total, description=label[-40:])
             if not live:
-                lines.update("ingest", done, total, label if label.endswith(" records") else "")
+                lines.update(stage, done, total, label if label.endswith(" records") else "")
 
-        report = col.ingest(list(paths), tags=tag_list, options=options,
-                            duplicates="keep" if keep_duplicates else "skip", near_duplicates=near_duplicates,
-                            on_progress=on_progress, workers=workers)
+        yield on_progress
+
+
+def _report_run(report: Any, collection: str, as_json: bool) -> None:
     if as_json:
         emit_json(report.as_dict())
     else:
-        _print_report(report, col.name)
+        _print_report(report, collection)
     if report.failed:
         fail("items_failed", f"{len(report.failed)} of {len(report.items)} items failed; the others are stored "
              f"(`ragd runs show {report.run_id}`)", 1)
+
+
+@main.command()
+@common
+@click.option("--workers", type=click.IntRange(1, 256), default=None,
+              help="Files extracted at once, each in its own process (default: as ingest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
+@handle_errors
+def reindex(collection: str | None, tenant: str | None, workers: int | None, as_json: bool) -> None:
+    """Read every document again from its kept original with today's extractors, as one run: unchanged ones
+    stay as they are, changed ones get a new version (only new chunk texts are embedded), documents without a
+    kept original are skipped."""
+    col = open_collection(collection, tenant, None, create=False)
+    with _file_progress("reindex", col.settings.progress_interval_s, as_json) as on_progress:
+        report = col.reindex(on_progress=on_progress, workers=workers)
+    _report_run(report, col.name, as_json)
 
 
 def _enqueue(col: Any, paths: list[str], tags: list[str], options: ExtractOptions, keep_duplicates: bool,
@@ -437,11 +465,14 @@ QUALITY_EXIT = 5
 @click.option("--min-answered", default=0.9, show_default=True, type=click.FloatRange(0, 1),
               help="With --answers: the share of answerable in-scope questions the thresholds must keep answered.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
+@click.option("--save", is_flag=True,
+              help="Keep the figures in the store (per plan; answers' held-out figures as plan 'answers'), to be "
+                   "compared over time on the web page and at GET /v1/evals.")
 @handle_errors
 def eval_command(path: Path, plans: str | None, collection: str | None, tenant: str | None, embedder: str | None,
                  depth: int, out_dir: Path | None, max_queries: int | None, fail_under: Sequence[str],
                  fail_over: Sequence[str], answers: bool,
-                 calibrate: bool, min_answered: float, as_json: bool) -> None:
+                 calibrate: bool, min_answered: float, as_json: bool, save: bool) -> None:
     """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
     ragd questions JSONL file (against --collection); with --answers, answer quality and calibrated abstention."""
     from .eval import report as eval_report
@@ -488,6 +519,10 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         if answered:
             _print_answers(answered, full.name)
         out.print("written: " + ", ".join(outputs.values()))
+    if save:
+        payload["eval_id"] = str(_save_evaluation(client, full.name, tenant, result, answered, max_queries, depth))
+        if not as_json:
+            out.print(f"kept as evaluation {payload['eval_id']} (GET /v1/evals)")
     if answered and answered.failed:
         first = next(iter(answered.failed.values()))
         err.print(f"[yellow]warning:[/] {len(answered.failed)} questions failed and are not scored (first: "
@@ -509,6 +544,22 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
     if failures:
         click.echo("quality gate failed: " + "; ".join(failures), err=True)
         sys.exit(QUALITY_EXIT)
+
+
+def _save_evaluation(client: Any, dataset: str, tenant: str | None, result: Any, answered: Any,
+                     max_queries: int | None, depth: int) -> Any:
+    """Keep an evaluation's figures: each plan's metrics and latency, and the answers' held-out figures."""
+    metrics: dict[str, dict[str, Any]] = {}
+    if result:
+        for name, plan in result.plans.items():
+            metrics[name] = {**plan.metrics, **{f"latency_{k}_ms": v for k, v in plan.latency_ms.items()}}
+    if answered:
+        metrics["answers"] = dict(answered.parts.get("held_out", {}))
+    collection = result.collection if result else answered.collection
+    return client.save_evaluation(collection=collection, dataset=dataset, tenant=tenant,
+                                  kind="retrieval" if result else "answers", metrics=metrics,
+                                  config={"max_queries": max_queries, "depth": depth,
+                                          "embed_model": result.embed_model if result else None})
 
 
 def _parse_gate(text: str, option: str = "--fail-under") -> tuple[str, str, float]:

@@ -135,6 +135,10 @@ class Settings(BaseSettings):
     # a client's read right after its write waits this long at most for a replica to replay the write
     read_your_writes_wait_s: float = Field(default=2.0, ge=0)
 
+    # where original files are kept (per version, by their SHA-256): postgres (in the database), a directory
+    # (an absolute path or file:// URI) or off (no downloads, page images or `ragd reindex`)
+    originals: str = "postgres"
+
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"

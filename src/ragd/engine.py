@@ -33,7 +33,9 @@ from .errors import (
     CollectionNotFound,
     DimensionMismatch,
     DocumentNotFound,
+    IngestError,
     InvalidRequest,
+    NoOriginal,
     NotFound,
     RunNotFound,
     TenantNotFound,
@@ -45,6 +47,8 @@ from .ingest.extract.markdown import markdown_blocks
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
 from .ingest.pipeline import Duplicates, Part, Progress, run_ingest
+from .ingest.uploads import spool_folder
+from .pages import Rendered, render_page
 from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
@@ -59,11 +63,43 @@ from .retrieve.legs import (
     vector_sql,
 )
 from .store import Store, queries
+from .store.originals import Original
+from .store.originals import originals as original_files
 from .store.postgres import check_name, check_tenant
 from .telemetry import annotate, span
 from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
 
 MAX_K = 1000
+
+
+class _PageCache:
+    """Rendered pages, least recently used dropped past `size` entries or `max_bytes` of PNG."""
+
+    def __init__(self, size: int = 256, max_bytes: int = 128 * 1024 * 1024):
+        self.size, self.max_bytes = size, max_bytes
+        self.entries: dict[Any, Rendered] = {}
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Rendered | None:
+        with self.lock:
+            found = self.entries.pop(key, None)
+            if found is not None:
+                self.entries[key] = found  # now the most recent
+            return found
+
+    def put(self, key: Any, value: Rendered) -> None:
+        with self.lock:
+            old = self.entries.pop(key, None)
+            self.bytes -= len(old.png) if old else 0
+            self.entries[key] = value
+            self.bytes += len(value.png)
+            while self.entries and (len(self.entries) > self.size or self.bytes > self.max_bytes):
+                dropped = self.entries.pop(next(iter(self.entries)))
+                self.bytes -= len(dropped.png)
+
+
+_PAGES = _PageCache()
 MAX_QUERY_CHARS = 8192
 
 
@@ -182,6 +218,30 @@ class Ragd:
             run["files"] = dict(conn.execute(queries.RUN_FILES, {"run_id": run["run_id"]}).fetchall())
             run["progress"] = progress(run)
             return run
+
+    def save_evaluation(self, *, collection: str, dataset: str, kind: str, metrics: Mapping[str, Mapping[str, Any]],
+                        config: Mapping[str, Any] | None = None, tenant: str | None = None) -> uuid.UUID:
+        """Keep an evaluation's figures ({plan: {metric: number}}) in the tenant's store, to be compared over
+        time (`ragd eval --save`, the web page's quality view)."""
+        who = self._tenant(tenant)
+        numbers = {str(plan): {str(k): float(v) for k, v in figures.items()
+                               if isinstance(v, int | float) and not isinstance(v, bool)}
+                   for plan, figures in metrics.items()}
+        eval_id = uuid.uuid4()
+        with self.store.tenant(who) as conn:
+            conn.execute(queries.INSERT_EVALUATION, {
+                "eval_id": eval_id, "tenant_id": who, "collection": collection, "dataset": dataset, "kind": kind,
+                "config": json.dumps(dict(config or {}), sort_keys=True, default=str),
+                "metrics": json.dumps(numbers, sort_keys=True)})
+        return eval_id
+
+    def evaluations(self, *, tenant: str | None = None, collection: str | None = None,
+                    limit: int = 200) -> list[dict[str, Any]]:
+        """The tenant's kept evaluations, oldest first (the latest `limit`)."""
+        who = self._tenant(tenant)
+        with self.store.tenant(who) as conn:
+            rows = rows_as_dicts(conn.execute(queries.LIST_EVALUATIONS, {"collection": collection, "limit": limit}))
+        return rows[::-1]
 
     def execution(self, ref: str, *, tenant: str | None = None) -> dict[str, Any]:
         """One reproducibility record (query id or unique prefix) of the tenant, in any collection."""
@@ -377,6 +437,44 @@ class Collection:
             self.client.wrote(self.tenant)
             return report
 
+    def reindex(self, *, on_progress: Progress | None = None, workers: int | None = None) -> IngestReport:
+        """Read every document's active version again from its kept original with today's extractors, as one
+        run: a document whose extracted content is the same is `unchanged`; one that changed gets a new version
+        (its chunks re-embedded only where their text is new: the embedding cache has the rest); one whose
+        original is not kept is `skipped`; one that no longer extracts is `failed` and keeps its version. Each
+        document keeps its tags and metadata (what extraction gives now wins for its own keys)."""
+        keeper = original_files(self.settings.originals)
+        with self.store.tenant(self.tenant) as conn:
+            rows = rows_as_dicts(conn.execute(queries.REINDEX_SOURCES, {"collection_id": self.collection_id}))
+        refused: list[IngestError] = []
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in rows:
+            if row["source_sha256"] is None:
+                refused.append(NoOriginal(f"{row['external_id']}: no original file is kept for this version "
+                                          "(stored before originals were kept, given as text, or with "
+                                          "RAGD_ORIGINALS=off); ingest it again to read it anew",
+                                          external_id=row["external_id"]))
+            else:
+                groups.setdefault((row["source_sha256"], row["source_name"]), []).append(row)
+        labels = {row["external_id"]: (tuple(row["tags"] or ()), dict(row["metadata"] or {})) for row in rows}
+        with spool_folder(self.settings.home) as folder:
+            uploads = []
+            for n, ((sha, name), docs) in enumerate(sorted(groups.items())):
+                with self.store.tenant(self.tenant) as conn:
+                    data = keeper.get(conn, self.tenant, sha)
+                path = Path(folder) / str(n) / (name.rsplit("/", 1)[-1] or "original")
+                path.parent.mkdir()
+                path.write_bytes(data)
+                suffix = docs[0]["external_id"][len(name):]  # a container's part: its suffix on the name and URI
+                uri = docs[0]["source_uri"]
+                uploads.append((name, path, uri[: len(uri) - len(suffix)] if suffix and uri.endswith(suffix)
+                                else uri))
+            with span("rag.indexer.reindex", **{"rag.collection": self.name, "rag.documents": len(rows)}):
+                report = run_ingest(self, [], uploads=uploads, labels=labels, refused=refused,
+                                    on_progress=on_progress, workers=workers, kind="reindex")
+        self.client.wrote(self.tenant)
+        return report
+
     # -- search -------------------------------------------------------------------------------
 
     def plan(self, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, **overrides: Any) -> Plan:
@@ -466,11 +564,91 @@ class Collection:
 
     # -- documents and runs -------------------------------------------------------------------
 
-    def documents(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+    def documents(self, limit: int = 100, offset: int = 0, *, find: str | None = None, tag: str | None = None,
+                  source_type: str | None = None) -> list[dict[str, Any]]:
+        """The collection's documents by external id: `find` a piece of the title or id (any case), `tag` and
+        `source_type` exact."""
+        return self.documents_page(limit, offset, find=find, tag=tag, source_type=source_type)[0]
+
+    def documents_page(self, limit: int = 100, offset: int = 0, *, find: str | None = None, tag: str | None = None,
+                       source_type: str | None = None) -> tuple[list[dict[str, Any]], int]:
+        """documents() and how many match in all."""
+        for what, value in (("the title filter", find), ("the tag filter", tag), ("the type filter", source_type)):
+            if value is not None:
+                _require_storable(what, value)
+        args = {"collection_id": self.collection_id, "limit": limit, "offset": offset, "find": find or None,
+                "tag": tag or None, "source_type": source_type or None}
         with self.store.tenant(self.tenant) as conn:
-            cur = conn.execute(queries.LIST_DOCUMENTS, {"collection_id": self.collection_id,
-                                                        "limit": limit, "offset": offset})
-            return rows_as_dicts(cur)
+            rows = rows_as_dicts(conn.execute(queries.LIST_DOCUMENTS, args))
+            total = conn.execute(queries.COUNT_DOCUMENTS, args).fetchone()
+        return rows, int(total[0] if total else 0)
+
+    def chunk(self, chunk_id: str) -> dict[str, Any]:
+        """One chunk of the collection (any version of its document) with its document's id, title and version,
+        its pages and boxes (where extraction knew them) and whether its original file is kept."""
+        try:
+            key = uuid.UUID(str(chunk_id))
+        except ValueError:
+            raise InvalidRequest(f"{chunk_id!r} is not a chunk id (a UUID)") from None
+        with self.store.tenant(self.tenant) as conn:
+            rows = rows_as_dicts(conn.execute(queries.GET_CHUNK, {"chunk_id": key,
+                                                                   "collection_id": self.collection_id}))
+        if not rows:
+            raise NotFound(f"no chunk {chunk_id} in collection {self.name!r}")
+        row = rows[0]
+        meta = row["metadata"] or {}
+        row["boxes"] = [b for b in meta.get("boxes", []) if isinstance(b, dict) and "bbox" in b]
+        row["pages"] = sorted({int(p) for p in meta.get("pages", [])} | {int(b["page"]) for b in row["boxes"]
+                                                                         if b.get("page") is not None})
+        return row
+
+    def _source(self, conn: Any, ref: str, version: str | None) -> dict[str, Any]:
+        _require_storable("the document reference", ref)
+        rows = rows_as_dicts(conn.execute(queries.DOCUMENT_SOURCE, {"collection_id": self.collection_id,
+                                                                     "ref": str(ref), "version": version}))
+        if not rows:
+            if version is None:
+                raise DocumentNotFound(f"no document {ref!r} in collection {self.name!r}")
+            raise DocumentNotFound(f"no version {version!r} of document {ref!r} in collection {self.name!r}")
+        if rows[0]["source_sha256"] is None:
+            raise NotFound(f"the original file of {rows[0]['external_id']!r} ({rows[0]['version_label']}) is not "
+                           "kept: it was stored before originals were kept, or given as text; ingest it again")
+        return rows[0]
+
+    def original(self, ref: str, version: str | None = None) -> Original:
+        """The original file a version of a document was read from (the active version unless one is named by
+        id or label)."""
+        keeper = original_files(self.settings.originals)
+        with self.store.tenant(self.tenant) as conn:
+            row = self._source(conn, ref, version)
+            data = keeper.get(conn, self.tenant, row["source_sha256"])
+        return Original(row["source_sha256"], row["source_name"] or row["external_id"], row["media_type"], data)
+
+    def page(self, ref: str, number: int, *, chunk: str | None = None, quotes: Sequence[str] = ()) -> Rendered:
+        """Page `number` (from 1) of a document's original (a PDF or an image) as a PNG, with `chunk`'s boxes on
+        that page highlighted and `quotes` marked inside them; the version is the chunk's (else the active one).
+        Rendered pages are cached (per tenant, original, page, chunk and quotes); each call checks the document
+        and chunk in the tenant's session first."""
+        quotes = tuple(q for q in quotes if q.strip())[:20]
+        boxes: list[list[float]] = []
+        version = None
+        if chunk is not None:
+            found = self.chunk(chunk)
+            version = str(found["doc_version_id"])
+            boxes = [list(map(float, b["bbox"])) for b in found["boxes"] if b.get("page") == number]
+        keeper = original_files(self.settings.originals)
+        with self.store.tenant(self.tenant) as conn:
+            row = self._source(conn, ref, version)
+            if chunk is not None and str(row["doc_id"]) != str(found["doc_id"]):
+                raise NotFound(f"chunk {chunk} is not a chunk of document {ref!r}")
+            key = (self.tenant, row["source_sha256"], number, tuple(map(tuple, boxes)), quotes)
+            cached = _PAGES.get(key)
+            if cached is not None:
+                return cached
+            data = keeper.get(conn, self.tenant, row["source_sha256"])
+        rendered = render_page(data, row["media_type"] or "application/octet-stream", number, boxes, quotes)
+        _PAGES.put(key, rendered)
+        return rendered
 
     def document(self, ref: str) -> dict[str, Any]:
         """A document by external id or doc id, with its versions."""
@@ -501,7 +679,9 @@ class Collection:
                      for k in dedupe.band_keys(dedupe.from_bytes(signature))]
             conn.execute(queries.DELETE_BANDS, {"collection_id": self.collection_id, "versions": [v for v, _ in bands],
                                                 "keys": [k for _, k in bands]})
+            sources = [r[0] for r in conn.execute(queries.VERSION_SOURCES, {"doc_id": doc_id})]
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
+            original_files(self.settings.originals).forget(conn, self.tenant, sources)
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
         self.client.wrote(self.tenant)
         return uuid.UUID(str(doc_id))

@@ -112,6 +112,12 @@ class Skipped(IngestError):
     code = "skipped"
 
 
+class NoOriginal(Skipped):
+    """A document `ragd reindex` cannot read again: its original file is not kept."""
+
+    code = "no_original"
+
+
 class SymlinkOutside(Skipped):
     code = "symlink_outside_folder"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import socket
@@ -16,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,9 @@ from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
 from ..ids import sha256_text
 from ..store import queries
+from ..store.originals import KEPT as ORIGINAL_KEPT
+from ..store.originals import media_type
+from ..store.originals import originals as original_files
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
 from . import bounds, dedupe
 from .bounds import Limits
@@ -133,6 +137,8 @@ class _Prepared:
     version_number: int = 1
     reason: str | None = None
     extract_seconds: float = 0.0
+    original: tuple[Path, str] | None = None  # the file it was read from and that file's name
+    source: tuple[str, str, str] | None = None  # the kept original: its SHA-256, name and media type
 
 
 @dataclass
@@ -148,6 +154,7 @@ class _RunState:
     near_index: dedupe.RunIndex = field(default_factory=dedupe.RunIndex)
     near_decisions: list[dict[str, Any]] = field(default_factory=list)
     shared: bool = False  # a queued run's part: other jobs write the run's row; this one writes its items only
+    sources: dict[Path, tuple[str, str]] = field(default_factory=dict)  # a file's SHA-256 and media type
 
     def take_index(self) -> int:
         self.next_index += 1
@@ -673,7 +680,10 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
         "tenant_id": col.tenant, "versions": [p.version_id for p in new], "doc_ids": [p.doc_id for p in new],
         "labels": [f"v{p.version_number}" for p in new], "hashes": [p.content_hash for p in new],
         "artifacts": [p.artifact_uri for p in new],
-        "counts": [len(p.chunks) for p in new], "effective": effective})
+        "counts": [len(p.chunks) for p in new], "effective": effective,
+        "sources": [p.source[0] if p.source else None for p in new],
+        "source_names": [p.source[1] if p.source else None for p in new],
+        "media_types": [p.source[2] if p.source else None for p in new]})
     tags = [json.dumps(list(p.tags), ensure_ascii=False) for p in new]
     rows = [(p, t, e, c) for p, t, e in zip(new, tags, effective) for c in p.chunks]  # a chunk with its document's
     chunk_ids = [make_chunk_id(_version(p), c.chunk_index) for p, _, _, c in rows]
@@ -688,6 +698,40 @@ def _write_new(conn: psycopg.Connection[Any], col: Collection, new: list[_Prepar
         "effective": [e for _, _, e, _ in rows], "search_texts": [c.search_text for *_, c in rows]})
     conn.execute(queries.INSERT_EMBEDDINGS, {**ids, "embed_model": col.embed_model, "chunk_ids": chunk_ids,
                                              "embeddings": list(vectors)})
+
+
+def _keep_originals(conn: psycopg.Connection[Any], col: Collection, state: _RunState, new: list[_Prepared]) -> None:
+    """The files new versions were read from, kept (once per tenant and content) in this transaction. A file read
+    for an earlier batch is not read again unless this transaction must keep it; a file gone since it was
+    extracted leaves its version without an original."""
+    keeper = original_files(col.settings.originals)
+    if not keeper.kept:
+        return
+    checked: set[str] = set()
+    for p in new:
+        if p.original is None:
+            continue
+        path, name = p.original
+        known = state.sources.get(path)
+        data = None
+        if known is None:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            known = state.sources[path] = (hashlib.sha256(data).hexdigest(), media_type(name, data[:16]))
+        sha, kind = known
+        if sha not in checked:
+            checked.add(sha)
+            if conn.execute(ORIGINAL_KEPT, {"tenant_id": col.tenant, "sha256": sha}).fetchone() is None:
+                try:
+                    data = data if data is not None else path.read_bytes()
+                except OSError:
+                    continue
+                if hashlib.sha256(data).hexdigest() != sha:
+                    continue  # changed since it was read: this version keeps no original
+                keeper.put(conn, col.tenant, sha, data)
+        p.source = (sha, name, kind)
 
 
 def _artifacts(col: Collection, new: list[_Prepared]) -> None:
@@ -760,6 +804,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
             if p.action == "labels":
                 conn.execute(queries.UPDATE_CHUNK_TAGS, {"tags": list(p.tags), "doc_version_id": p.version_id})
         if todo:
+            _keep_originals(conn, col, state, todo)
             _write_new(conn, col, todo, vectors)
         changing = [p.doc_id for p in stored if p.action != "labels"]
         activate = [_version(p) for p in stored if p.action != "labels"]
@@ -922,11 +967,16 @@ def run_ingest(
     uploads: Sequence[tuple[str, Path] | tuple[str, Path, str]] = (),
     workers: int | None = None,
     part: Part | None = None,
+    labels: Mapping[str, tuple[Sequence[str], Mapping[str, Any]]] | None = None,
+    refused: Sequence[IngestError] = (),
+    kind: str = "ingest",
 ) -> IngestReport:
     """`uploads` are (name, file) pairs: each file is extracted like a path, but its documents are named by
     `name` (external id) and `upload:name` (source, or a third element: the source URI), not by where the file
     was spooled. With `part`, the items
-    join that queued run (see Part) and the run's row is left to the job layer."""
+    join that queued run (see Part) and the run's row is left to the job layer. `labels` (reindex): the tags and
+    metadata each external id had, kept beside what extraction gives now (whose metadata keys win); `refused`
+    are items recorded as they are (skipped or failed) before the sources."""
     started = time.monotonic()
     threshold = near_threshold(col, near_duplicates)
     state = _RunState(run_id=part.run_id if part else uuid.uuid4(), near_threshold=threshold,
@@ -934,7 +984,8 @@ def run_ingest(
     if part is None:
         config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
                   "near_duplicate_threshold": threshold, "host": socket.gethostname(),
-                  "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid()}
+                  "embed_model": col.embed_model, "chunk_policy": col.policy.as_dict(), "pid": os.getpid(),
+                  **({"kind": kind} if kind != "ingest" else {})}
         with col.store.tenant(col.tenant) as conn:
             _close_interrupted_runs(conn, col)
             conn.execute(queries.INSERT_RUN, {"run_id": state.run_id, "tenant_id": col.tenant,
@@ -943,7 +994,8 @@ def run_ingest(
     extraction = _Extraction(col.settings, options, workers or col.settings.ingest_workers or default_workers())
     stages = _Stages()
     try:
-        sources: list[Path | IngestError] = list(expand_paths(paths or (), follow_symlinks=options.follow_symlinks))
+        sources: list[Path | IngestError] = [*refused, *expand_paths(paths or (),
+                                                                     follow_symlinks=options.follow_symlinks)]
         named = {u[1].resolve(): (u[0], u[2] if len(u) == 3 else f"upload:{u[0]}") for u in uploads}
         sources += [u[1] for u in uploads]
         extra = list(documents)
@@ -955,8 +1007,9 @@ def run_ingest(
             stages.commit(lambda: _ahead(col, full),
                           lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
 
-        def add(doc: ExtractedDocument | Exception, uri: str, seconds: float = 0.0) -> None:
-            """One item: `seconds` its share of its file's extraction."""
+        def add(doc: ExtractedDocument | Exception, uri: str, seconds: float = 0.0,
+                original: tuple[Path, str] | None = None) -> None:
+            """One item: `seconds` its share of its file's extraction, `original` the file and its name."""
             nonlocal batch, batch_chunks
             index = state.take_index()
             if part is not None and (index in part.done or index >= part.base + PART_ITEMS):
@@ -967,8 +1020,12 @@ def run_ingest(
                 stages.call(lambda: _fail(state, index, failure))
                 return
             try:
-                batch.append(prepare(col, doc, index, tags, metadata or {}))
+                kept_tags, kept_meta = (labels or {}).get(doc.external_id, ((), {}))
+                batch.append(prepare(col, doc, index, (*tags, *kept_tags),
+                                     {**{k: v for k, v in kept_meta.items() if k not in doc.metadata},
+                                      **(metadata or {})}))
                 batch[-1].extract_seconds = seconds + time.perf_counter() - begun
+                batch[-1].original = original
                 batch_chunks += len(batch[-1].chunks)
             except Exception as exc:  # of any kind: this item fails, the run goes on
                 failure = dataclasses.replace(failure_outcome(doc.source_uri, exc),
@@ -987,7 +1044,8 @@ def run_ingest(
                     if name is not None:
                         doc = _renamed(doc, src.resolve(), *name)
                     # a failure names the path as walked, not a link's target
-                    add(doc, name[1] if name is not None else src.absolute().as_uri(), seconds / len(extracted))
+                    add(doc, name[1] if name is not None else src.absolute().as_uri(), seconds / len(extracted),
+                        (src.resolve(), name[0] if name is not None else _display(Path(src.name))))
                     if on_progress and count % PROGRESS_RECORDS == 0:  # a file of many records shows it moves
                         on_progress(done - 1, total, f"{_display(Path(src.name))}: {count} records")
             if on_progress:

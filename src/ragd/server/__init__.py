@@ -19,13 +19,14 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import uvicorn
 from fastapi import Depends, FastAPI, File, Header, Query, Request, UploadFile
 from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from mcp.server.transport_security import TransportSecuritySettings
 from psycopg.types.json import Jsonb
@@ -556,10 +557,54 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     @app.get("/v1/documents", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                       offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
-        """Documents of a collection (by external id), with their active version."""
+                       offset: Annotated[int, Query(ge=0)] = 0,
+                       q: Annotated[str | None, Query(max_length=512, description="A piece of the title or id")]
+                       = None,
+                       tag: Annotated[str | None, Query(max_length=512)] = None,
+                       type: Annotated[str | None, Query(max_length=64, description="A source type: pdf, docx...")]
+                       = None) -> dict[str, Any]:
+        """Documents of a collection (by external id), with their active version, its original's size and media
+        type and their count of versions; `q`, `tag` and `type` narrow them, `total` counts all that match."""
         col = r.collection(collection, tenant=who, create=False)
-        return {"collection": col.name, "documents": jsonable(col.documents(limit=limit, offset=offset))}
+        rows, total = col.documents_page(limit=limit, offset=offset, find=q, tag=tag, source_type=type)
+        return {"collection": col.name, "total": total, "documents": jsonable(rows)}
+
+    @app.get("/v1/documents/{ref:path}/source", tags=["documents"],
+             responses={**_errs(400, 401, 404, 429, 500, 503),
+                        200: {"description": "The original file", "content": {"application/octet-stream": {}}}})
+    def document_source(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
+                        version: Annotated[str | None, Query(max_length=128, description="A version id or label")]
+                        = None) -> Response:
+        """The original file a document (its active version, or `version`) was read from, as a download. It is
+        never shown in place: an HTML or SVG original could run script in this origin."""
+        col = r.collection(collection, tenant=who, create=False)
+        original = col.original(ref, version)
+        return Response(original.data, media_type=original.media_type, headers={
+            "Content-Disposition": content_disposition(original.name), "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox; default-src 'none'", "ETag": f'"{original.sha256}"',
+            "Cache-Control": "private, max-age=3600"})
+
+    @app.get("/v1/documents/{ref:path}/pages/{number}.png", tags=["documents"],
+             responses={**_errs(400, 401, 404, 429, 500, 503),
+                        200: {"description": "The page as a PNG; X-Ragd-Boxes: the chunk's boxes as drawn "
+                                             "([x0, y0, x1, y1] pixels), X-Ragd-Quotes: the quotes' marks",
+                              "content": {"image/png": {}}}})
+    def document_page(ref: Ref, number: Annotated[int, PathParam(ge=1, le=100_000)], r: Rag, who: Tenant,
+                      collection: CollectionParam = None,
+                      chunk: Annotated[str | None, Query(max_length=64, description="A chunk whose boxes to draw")]
+                      = None,
+                      quote: Annotated[list[str] | None, Query(max_length=2000,
+                                                               description="Quoted text to mark (repeatable)")]
+                      = None) -> Response:
+        """Page `number` (from 1) of a PDF's or an image's original, rendered, with `chunk`'s boxes on it
+        highlighted and each `quote` marked where it falls inside them."""
+        col = r.collection(collection, tenant=who, create=False)
+        page = col.page(ref, number, chunk=chunk, quotes=quote or ())
+        return Response(page.png, media_type="image/png", headers={
+            "Cache-Control": "private, max-age=300", "X-Content-Type-Options": "nosniff",
+            "X-Ragd-Pages": str(page.pages), "X-Ragd-Scale": f"{page.scale:.6f}",
+            "X-Ragd-Boxes": json.dumps([list(b) for b in page.boxes]),
+            "X-Ragd-Quotes": json.dumps([list(b) for b in page.quotes])})
 
     @app.get("/v1/documents/{ref:path}", tags=["documents"],
              responses=_errs(400, 401, 404, 429, 500, 503))
@@ -593,6 +638,20 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         that already ended is left as it is (its status is returned)."""
         return jobs.cancel(r, run_id, tenant=who)
 
+    @app.get("/v1/evals", tags=["quality"], responses=_errs(400, 401, 429, 500, 503))
+    def list_evaluations(r: Rag, who: Tenant, collection: CollectionParam = None,
+                         limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
+        """The tenant's evaluations kept by `ragd eval --save`, oldest first: per plan its metrics (ndcg@10, mrr,
+        recall...; answers: abstain_f1, answered...) and latency."""
+        return {"evaluations": jsonable(r.evaluations(tenant=who, collection=collection, limit=limit))}
+
+    @app.get("/v1/chunks/{chunk_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
+    def get_chunk(chunk_id: Id, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
+        """One chunk: its text, type, heading path, pages and boxes, its document's id and title, its version's
+        label and whether the original file is kept (then its pages can be drawn)."""
+        col = r.collection(collection, tenant=who, create=False)
+        return jsonable(col.chunk(chunk_id))  # type: ignore[no-any-return]
+
     @app.get("/v1/executions/{query_id}", tags=["answers"], responses=_errs(400, 401, 404, 429, 500, 503))
     def get_execution(query_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
         """An answer's reproducibility record (its query id: `debug.query_id` of /v1/query): question, models,
@@ -605,6 +664,13 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         return {"collections": jsonable(r.collections(who))}
 
     return app
+
+
+def content_disposition(name: str) -> str:
+    """An attachment header naming the file (RFC 6266: an ASCII fallback and the UTF-8 name)."""
+    base = name.rsplit("/", 1)[-1] or "original"
+    ascii_name = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in base)
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(base, safe='')}"
 
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})

@@ -167,10 +167,11 @@ SELECT doc_id, content_hash FROM document_versions WHERE doc_id = ANY(%(doc_ids)
 
 INSERT_VERSIONS = """
 INSERT INTO document_versions (doc_version_id, tenant_id, doc_id, version_label, content_hash, artifact_uri,
-                               chunk_count, effective_at)
-SELECT v, %(tenant_id)s, d, l, h, a, n, COALESCE(e::timestamptz, now())
+                               chunk_count, effective_at, source_sha256, source_name, media_type)
+SELECT v, %(tenant_id)s, d, l, h, a, n, COALESCE(e::timestamptz, now()), s, sn, mt
 FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(labels)b::text[], %(hashes)b::text[], %(artifacts)b::text[],
-            %(counts)b::int[], %(effective)b::text[]) AS x(v, d, l, h, a, n, e)"""
+            %(counts)b::int[], %(effective)b::text[], %(sources)b::text[], %(source_names)b::text[],
+            %(media_types)b::text[]) AS x(v, d, l, h, a, n, e, s, sn, mt)"""
 
 INSERT_MINHASH = """
 INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)
@@ -284,11 +285,45 @@ ACTIVATE_VERSIONS = [
        WHERE s.collection_id = x.collection_id""",
 ]
 
+# A collection's documents, found by a piece of the title or external id (case-insensitive), a tag and a source
+# type (each optional), with the active version's label, chunks, original's size and media type, and how many
+# versions each has.
 LIST_DOCUMENTS = """
-SELECT d.doc_id, d.external_id, d.title, d.source_type, d.tags, v.version_label, v.chunk_count, d.updated_at
+SELECT d.doc_id, d.external_id, d.title, d.source_type, d.tags, v.version_label, v.chunk_count, d.updated_at,
+       v.media_type, v.source_name, o.size,
+       (SELECT count(*) FROM document_versions a WHERE a.doc_id = d.doc_id) AS versions
 FROM documents d LEFT JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
+LEFT JOIN originals o ON o.tenant_id = v.tenant_id AND o.sha256 = v.source_sha256
 WHERE d.collection_id = %(collection_id)s
+  AND (%(find)s::text IS NULL OR strpos(lower(coalesce(d.title, '') || ' ' || d.external_id), lower(%(find)s)) > 0)
+  AND (%(tag)s::text IS NULL OR %(tag)s = ANY(d.tags))
+  AND (%(source_type)s::text IS NULL OR d.source_type = %(source_type)s)
 ORDER BY d.external_id LIMIT %(limit)s OFFSET %(offset)s"""
+COUNT_DOCUMENTS = """
+SELECT count(*) FROM documents d
+WHERE d.collection_id = %(collection_id)s
+  AND (%(find)s::text IS NULL OR strpos(lower(coalesce(d.title, '') || ' ' || d.external_id), lower(%(find)s)) > 0)
+  AND (%(tag)s::text IS NULL OR %(tag)s = ANY(d.tags))
+  AND (%(source_type)s::text IS NULL OR d.source_type = %(source_type)s)"""
+# The version of a document (by external id or doc id) named by id or label, else the active one.
+DOCUMENT_SOURCE = """
+SELECT v.doc_version_id, v.version_label, v.source_sha256, v.source_name, v.media_type, d.doc_id, d.external_id
+FROM documents d JOIN document_versions v ON v.doc_id = d.doc_id
+WHERE d.collection_id = %(collection_id)s AND (d.external_id = %(ref)s OR d.doc_id::text = %(ref)s)
+  AND (CASE WHEN %(version)s::text IS NULL THEN v.is_active
+            ELSE v.doc_version_id::text = %(version)s OR v.version_label = %(version)s END)"""
+# One chunk with where it comes from (its document, version and original).
+GET_CHUNK = """
+SELECT c.chunk_id, c.doc_id, c.doc_version_id, c.chunk_index, c.heading_path, c.chunk_type, c.content, c.metadata,
+       c.is_active, d.external_id, d.title, d.source_type, v.version_label, v.media_type, v.source_name,
+       v.source_sha256 IS NOT NULL AS has_original
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id JOIN document_versions v ON v.doc_version_id = c.doc_version_id
+WHERE c.chunk_id = %(chunk_id)s AND c.collection_id = %(collection_id)s"""
+# A version's chunks in order (a document's page).
+VERSION_CHUNKS = """
+SELECT chunk_id, chunk_index, heading_path, chunk_type, content, metadata FROM chunks
+WHERE doc_version_id = %(version)s ORDER BY chunk_index LIMIT %(limit)s"""
+VERSION_SOURCES = "SELECT source_sha256 FROM document_versions WHERE doc_id = %(doc_id)s AND source_sha256 IS NOT NULL"
 
 GET_DOCUMENT = """
 SELECT d.doc_id, d.external_id, d.source_uri, d.source_type, d.title, d.tags, d.metadata, d.created_at,
@@ -296,7 +331,8 @@ SELECT d.doc_id, d.external_id, d.source_uri, d.source_type, d.title, d.tags, d.
 FROM documents d WHERE d.collection_id = %(collection_id)s AND (d.external_id = %(ref)s OR d.doc_id::text = %(ref)s)"""
 
 DOCUMENT_VERSIONS = """
-SELECT doc_version_id, version_label, content_hash, is_active, chunk_count, artifact_uri, effective_at, created_at
+SELECT doc_version_id, version_label, content_hash, is_active, chunk_count, artifact_uri, effective_at, created_at,
+       source_sha256, source_name, media_type
 FROM document_versions WHERE doc_id = %(doc_id)s ORDER BY created_at, version_label"""
 
 ACTIVE_VERSIONS_OF = "SELECT doc_version_id FROM document_versions WHERE doc_id = %(doc_id)s AND is_active"
@@ -687,3 +723,16 @@ SELECT status, count(*) FROM ingestion_files WHERE run_id = %(run_id)s GROUP BY 
 REPLICA_STATE = """
 SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn(),
        extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8"""
+
+INSERT_EVALUATION = """
+INSERT INTO evaluations (eval_id, tenant_id, collection, dataset, kind, config, metrics)
+VALUES (%(eval_id)s, %(tenant_id)s, %(collection)s, %(dataset)s, %(kind)s, %(config)s, %(metrics)s)"""
+LIST_EVALUATIONS = """
+SELECT eval_id, collection, dataset, kind, config, metrics, created_at FROM evaluations
+WHERE %(collection)s::text IS NULL OR collection = %(collection)s
+ORDER BY created_at DESC, eval_id LIMIT %(limit)s"""
+# Every document's active version with where it came from and its labels (`ragd reindex`).
+REINDEX_SOURCES = """
+SELECT d.external_id, d.source_uri, d.tags, d.metadata, v.source_sha256, v.source_name
+FROM documents d JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
+WHERE d.collection_id = %(collection_id)s ORDER BY d.external_id"""
