@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
+import ragd
+from ragd.config import Settings
 from ragd.eval import metrics
 from ragd.eval.datasets import load_beir, load_questions
 from ragd.eval.runner import plan_overrides
@@ -110,8 +112,16 @@ def test_ragd_eval_end_to_end(tmp_path: Path, cli_env: dict[str, str]) -> None:
     assert second["plans"]["lexical"]["ndcg@10"] == lexical["ndcg@10"]
     gate = run_cli(["eval", str(root), "--plans", "lexical", "--fail-under", "lexical:ndcg@10=1.01"], cli_env)
     assert gate.returncode == 5 and "quality gate failed: lexical ndcg@10 = 1.0000 < 1.01" in gate.stderr
-    human = run_cli(["eval", str(root), "--plans", "rrf"], cli_env)
+    human = run_cli(["eval", str(root), "--plans", "rrf", "--save"], cli_env)
     assert human.returncode == 0 and "ndcg@10" in human.stdout and "latency per stage" in human.stdout
+    assert "kept as evaluation" in human.stdout
+    saved = json.loads(run_cli(["eval", str(root), "--plans", "lexical", "--save", "--json"], cli_env).stdout)
+    with ragd.connect(settings=Settings(home=Path(cli_env["RAGD_HOME"]), embedder="hash",
+                                        database_url=cli_env.get("RAGD_DATABASE_URL"))) as client:
+        kept = {str(e["eval_id"]): e for e in client.evaluations()}
+    figures = kept[saved["eval_id"]]["metrics"]["lexical"]
+    assert figures["ndcg@10"] == pytest.approx(1.0) and figures["latency_p95_ms"] > 0
+    assert kept[saved["eval_id"]]["dataset"] == "tiny" and kept[saved["eval_id"]]["kind"] == "retrieval"
 
 
 def test_squad_loader_and_head(tmp_path: Path) -> None:

@@ -465,10 +465,7 @@ class Collection:
                 path = Path(folder) / str(n) / (name.rsplit("/", 1)[-1] or "original")
                 path.parent.mkdir()
                 path.write_bytes(data)
-                suffix = docs[0]["external_id"][len(name):]  # a container's part: its suffix on the name and URI
-                uri = docs[0]["source_uri"]
-                uploads.append((name, path, uri[: len(uri) - len(suffix)] if suffix and uri.endswith(suffix)
-                                else uri))
+                uploads.append((name, path, _container_uri(docs[0]["external_id"], name, docs[0]["source_uri"])))
             with span("rag.indexer.reindex", **{"rag.collection": self.name, "rag.documents": len(rows)}):
                 report = run_ingest(self, [], uploads=uploads, labels=labels, refused=refused,
                                     on_progress=on_progress, workers=workers, kind="reindex")
@@ -634,13 +631,13 @@ class Collection:
         version = None
         if chunk is not None:
             found = self.chunk(chunk)
+            if str(ref) not in (found["external_id"], str(found["doc_id"])):
+                raise NotFound(f"chunk {chunk} is not a chunk of document {ref!r}")
             version = str(found["doc_version_id"])
             boxes = [list(map(float, b["bbox"])) for b in found["boxes"] if b.get("page") == number]
         keeper = original_files(self.settings.originals)
         with self.store.tenant(self.tenant) as conn:
             row = self._source(conn, ref, version)
-            if chunk is not None and str(row["doc_id"]) != str(found["doc_id"]):
-                raise NotFound(f"chunk {chunk} is not a chunk of document {ref!r}")
             key = (self.tenant, row["source_sha256"], number, tuple(map(tuple, boxes)), quotes)
             cached = _PAGES.get(key)
             if cached is not None:
@@ -695,6 +692,15 @@ class Collection:
     def run(self, run_id: str) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of this tenant, with every item."""
         return self.client.run(run_id, tenant=self.tenant)
+
+
+def _container_uri(external_id: str, name: str, source_uri: str) -> str:
+    """The URI of the file a document was read from: a container's part (a record, an attachment) carries a
+    suffix on its file's name and URI, or a #fragment on the URI."""
+    suffix = external_id[len(name):] if external_id.startswith(name) else ""
+    if suffix and source_uri.endswith(suffix):
+        return source_uri[: len(source_uri) - len(suffix)]
+    return source_uri.split("#", 1)[0] if external_id != name else source_uri
 
 
 def progress(run: Mapping[str, Any]) -> dict[str, Any]:

@@ -1045,7 +1045,7 @@ def run_ingest(
                         doc = _renamed(doc, src.resolve(), *name)
                     # a failure names the path as walked, not a link's target
                     add(doc, name[1] if name is not None else src.absolute().as_uri(), seconds / len(extracted),
-                        (src.resolve(), name[0] if name is not None else _display(Path(src.name))))
+                        (src.resolve(), name[0] if name is not None else _display(src.resolve())))
                     if on_progress and count % PROGRESS_RECORDS == 0:  # a file of many records shows it moves
                         on_progress(done - 1, total, f"{_display(Path(src.name))}: {count} records")
             if on_progress:
