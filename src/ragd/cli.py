@@ -511,6 +511,8 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
     payload = {**(result.as_dict() if result else {"dataset": full.name}), "outputs": outputs}
     if answered:
         payload["answers"] = answered.as_dict()
+    if save:
+        payload["eval_id"] = str(_save_evaluation(client, full.name, tenant, result, answered, max_queries, depth))
     if as_json:
         emit_json(payload)
     else:
@@ -519,9 +521,7 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         if answered:
             _print_answers(answered, full.name)
         out.print("written: " + ", ".join(outputs.values()))
-    if save:
-        payload["eval_id"] = str(_save_evaluation(client, full.name, tenant, result, answered, max_queries, depth))
-        if not as_json:
+        if save:
             out.print(f"kept as evaluation {payload['eval_id']} (GET /v1/evals)")
     if answered and answered.failed:
         first = next(iter(answered.failed.values()))
