@@ -216,6 +216,7 @@ class Ragd:
             run = dict(zip(names, rows[0]))
             run["items"] = rows_as_dicts(conn.execute(queries.RUN_ITEMS, {"run_id": run["run_id"]}))
             run["files"] = dict(conn.execute(queries.RUN_FILES, {"run_id": run["run_id"]}).fetchall())
+            run["file_list"] = rows_as_dicts(conn.execute(queries.RUN_FILE_LIST, {"run_id": run["run_id"]}))
             run["progress"] = progress(run)
             return run
 
@@ -599,7 +600,19 @@ class Collection:
                                                                          if b.get("page") is not None})
         return row
 
-    def _source(self, conn: Any, ref: str, version: str | None) -> dict[str, Any]:
+    def blocks(self, ref: str, version: str | None = None) -> dict[str, Any]:
+        """What extraction read from a version of a document (the active one unless named): its blocks in order
+        (type, text, level, page; a table's header and rows)."""
+        with self.store.tenant(self.tenant) as conn:
+            row = self._source(conn, ref, version, original=False)
+        if not row["artifact_uri"]:
+            raise NotFound(f"the extracted blocks of {row['external_id']!r} ({row['version_label']}) are not kept")
+        artifact = load_artifact(row["artifact_uri"])
+        return {"external_id": row["external_id"], "doc_version_id": row["doc_version_id"],
+                "version_label": row["version_label"], "title": artifact.get("title"),
+                "blocks": artifact.get("blocks", [])}
+
+    def _source(self, conn: Any, ref: str, version: str | None, original: bool = True) -> dict[str, Any]:
         _require_storable("the document reference", ref)
         rows = rows_as_dicts(conn.execute(queries.DOCUMENT_SOURCE, {"collection_id": self.collection_id,
                                                                      "ref": str(ref), "version": version}))
@@ -607,7 +620,7 @@ class Collection:
             if version is None:
                 raise DocumentNotFound(f"no document {ref!r} in collection {self.name!r}")
             raise DocumentNotFound(f"no version {version!r} of document {ref!r} in collection {self.name!r}")
-        if rows[0]["source_sha256"] is None:
+        if original and rows[0]["source_sha256"] is None:
             raise NotFound(f"the original file of {rows[0]['external_id']!r} ({rows[0]['version_label']}) is not "
                            "kept: it was stored before originals were kept, or given as text; ingest it again")
         return rows[0]
@@ -943,7 +956,12 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                   "context_chunk_ids": [str(c.chunk_id) for c in context.chunks],
                   "context_tokens": context.tokens, "invalid_citations": list(written.invalid),
                   "calculation": written.calculation if cited else None,
-                  "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score}
+                  "plan": {"fusion": plan.fusion, "k": plan.k, "k_vec": plan.k_vec, "k_lex": plan.k_lex,
+                           "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight,
+                           "rrf_k": plan.rrf_k, "rerank": plan.rerank, "exact": plan.exact},
+                  "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score,
+                                 "title": c.title, "vector_rank": c.vector_rank, "vector_score": c.vector_score,
+                                 "lexical_rank": c.lexical_rank, "lexical_score": c.lexical_score}
                                 for c in ranked],
                   "timings_ms": {k: round(v, 2) for k, v in timings.items()},
                   "latency_ms": round((time.perf_counter() - started) * 1000, 2)}

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -26,8 +27,9 @@ from fastapi import Depends, FastAPI, File, Header, Query, Request, UploadFile
 from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
 from mcp.server.transport_security import TransportSecuritySettings
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -334,6 +336,13 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     _errors(app)
 
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp
+    app.mount("/static", StaticFiles(directory=WEB, check_dir=True), name="static")  # the web page's files
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        """The web page: ask with sources, documents, runs, collections and quality (it calls this API)."""
+        return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+
     _document_validation_as_400(app)
 
     @app.middleware("http")
@@ -357,6 +366,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         started = time.perf_counter()
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
         if REQUEST_LOG.isEnabledFor(logging.INFO):
             REQUEST_LOG.info(json.dumps({
                 "ts": log_timestamp(),
@@ -584,6 +595,15 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             "Content-Security-Policy": "sandbox; default-src 'none'", "ETag": f'"{original.sha256}"',
             "Cache-Control": "private, max-age=3600"})
 
+    @app.get("/v1/documents/{ref:path}/blocks", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
+    def document_blocks(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
+                        version: Annotated[str | None, Query(max_length=128, description="A version id or label")]
+                        = None) -> dict[str, Any]:
+        """What extraction read from a document (its active version, or `version`): blocks in reading order, each
+        {type, text, level, page, header, rows, meta}; tables keep their header and rows."""
+        col = r.collection(collection, tenant=who, create=False)
+        return jsonable(col.blocks(ref, version))  # type: ignore[no-any-return]
+
     @app.get("/v1/documents/{ref:path}/pages/{number}.png", tags=["documents"],
              responses={**_errs(400, 401, 404, 429, 500, 503),
                         200: {"description": "The page as a PNG; X-Ragd-Boxes: the chunk's boxes as drawn "
@@ -671,6 +691,17 @@ def content_disposition(name: str) -> str:
     base = name.rsplit("/", 1)[-1] or "original"
     ascii_name = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in base)
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(base, safe='')}"
+
+
+WEB = Path(__file__).resolve().parent.parent / "web"
+# Every response: no script but the page's own files (no inline script, no eval), no frames, no plugins, requests
+# only to this server, images from it or from the page's own blob: URLs (page images fetched with the key).
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
+                           "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "
+                           "form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
+                    "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
 
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})

@@ -83,7 +83,12 @@ FROM collections WHERE name = %(name)s"""
 LIST_COLLECTIONS = """
 SELECT c.name, c.embed_model, c.embed_dims, c.created_at,
        (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS documents,
-       (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks
+       (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks,
+       (SELECT coalesce(sum(k.token_count), 0) FROM chunks k
+        WHERE k.collection_id = c.collection_id AND k.is_active) AS tokens,
+       (SELECT coalesce(sum(o.size), 0) FROM originals o WHERE o.tenant_id = c.tenant_id AND o.sha256 IN (
+            SELECT v.source_sha256 FROM document_versions v JOIN documents d ON d.doc_id = v.doc_id
+            WHERE d.collection_id = c.collection_id)) AS original_bytes
 FROM collections c ORDER BY c.name"""
 
 COLLECTION_GENERATION = "SELECT generation FROM collections WHERE collection_id = %(collection_id)s"
@@ -307,7 +312,8 @@ WHERE d.collection_id = %(collection_id)s
   AND (%(source_type)s::text IS NULL OR d.source_type = %(source_type)s)"""
 # The version of a document (by external id or doc id) named by id or label, else the active one.
 DOCUMENT_SOURCE = """
-SELECT v.doc_version_id, v.version_label, v.source_sha256, v.source_name, v.media_type, d.doc_id, d.external_id
+SELECT v.doc_version_id, v.version_label, v.source_sha256, v.source_name, v.media_type, d.doc_id, d.external_id,
+       v.artifact_uri
 FROM documents d JOIN document_versions v ON v.doc_id = d.doc_id
 WHERE d.collection_id = %(collection_id)s AND (d.external_id = %(ref)s OR d.doc_id::text = %(ref)s)
   AND (CASE WHEN %(version)s::text IS NULL THEN v.is_active
@@ -715,6 +721,10 @@ UPDATE ingestion_runs r SET
                  THEN 'every item failed' ELSE r.error END,
     finished_at = CASE WHEN f.open = 0 THEN coalesce(r.finished_at, now()) ELSE r.finished_at END
 FROM f, s WHERE r.run_id = %(run_id)s"""
+# A queued run's files, each with its state (its items are numbered from ordinal x 1,000,000).
+RUN_FILE_LIST = """
+SELECT ordinal, name, size, status, attempts, started_at, finished_at FROM ingestion_files
+WHERE run_id = %(run_id)s ORDER BY ordinal LIMIT 10000"""
 RUN_FILES = """
 SELECT status, count(*) FROM ingestion_files WHERE run_id = %(run_id)s GROUP BY status ORDER BY status"""
 
