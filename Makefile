@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo test setup bench lint quality conformance redteam clean
+.PHONY: demo test setup browser bench lint quality conformance redteam clean
 SCIFACT ?= ../shared/data/beir/scifact
 # BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
 LEXICAL_FLOOR ?= 0.685
@@ -45,13 +45,20 @@ $(BIN)/ragd: pyproject.toml
 
 setup: $(BIN)/ragd
 
+## The web page's tests drive Debian's Chromium (Playwright for Python; no browser is downloaded from elsewhere).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the web page's tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null) \
+		|| { echo "make test needs Debian's chromium: apt-get install chromium (as root)"; exit 1; }; }
+
 ## Ingest the bundled sample documents, ask a question, print the answer with its citations.
 demo: setup
 	$(BIN)/ragd ingest samples/ --collection demo --tags demo
 	$(BIN)/ragd ask "How many days of parental leave do employees in Germany get?" --collection demo
 
 ## The whole test suite against a real embedded PostgreSQL.
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest -q
 
 ## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD
@@ -94,4 +101,4 @@ lint: setup
 	$(BIN)/mypy src
 
 clean:
-	rm -rf $(VENV) .ragd-demo
+	rm -rf $(VENV) .ragd-demo test-output

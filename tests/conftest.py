@@ -6,12 +6,18 @@ Set RAGD_TEST_DSN to run the suite against another PostgreSQL server with pgvect
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -92,3 +98,43 @@ def pdf_bytes(objects: list[bytes]) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
+    """{"url": ...} while the server runs; "stderr" is added once it has stopped."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
+    # output to a file, not a pipe: a server that logs more than a pipe holds would block on a full pipe
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)
+    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
+                            cwd=REPO, stdout=log, stderr=log, text=True)
+    url = f"http://127.0.0.1:{port}"
+    state = {"url": url, "pid": str(proc.pid)}
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read())
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield state
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.seek(0)
+        state["stderr"] = log.read()
+        log.close()

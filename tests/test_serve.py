@@ -8,57 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from .conftest import REPO, SAMPLES, run_cli
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
-    """{"url": ...} while the server runs; "stderr" is added once it has stopped."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
-    # output to a file, not a pipe: a server that logs more than a pipe holds would block on a full pipe
-    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)
-    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
-                            cwd=REPO, stdout=log, stderr=log, text=True)
-    url = f"http://127.0.0.1:{port}"
-    state = {"url": url, "pid": str(proc.pid)}
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(log.read())
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield state
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.seek(0)
-        state["stderr"] = log.read()
-        log.close()
+from .conftest import REPO, SAMPLES, free_port, run_cli, serving
 
 
 def test_serve_answers_with_a_key_and_refuses_without(cli_env: dict[str, str], name: str) -> None:
@@ -78,7 +35,7 @@ def test_serve_answers_with_a_key_and_refuses_without(cli_env: dict[str, str], n
 def test_without_keys_serve_is_loopback_only_and_says_so(fresh_database: str, tmp_path: Path) -> None:
     env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash",
            "RAGD_RERANKER": "none"}
-    refused = run_cli(["serve", "--host", "0.0.0.0", "--port", str(_free_port())], env)
+    refused = run_cli(["serve", "--host", "0.0.0.0", "--port", str(free_port())], env)
     assert refused.returncode == 2 and "binds to loopback only" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     with serving(env, "--workers", "2") as server, httpx.Client(base_url=server["url"], timeout=30) as client:
@@ -192,11 +149,11 @@ def test_a_lost_database_is_503_and_the_server_recovers_by_itself(tmp_path: Path
 def test_serve_refuses_an_outdated_schema_and_gives_up_on_an_absent_database(fresh_database: str,
                                                                              tmp_path: Path) -> None:
     env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash"}
-    outdated = run_cli(["serve", "--no-migrate", "--port", str(_free_port())], env)
+    outdated = run_cli(["serve", "--no-migrate", "--port", str(free_port())], env)
     assert outdated.returncode == 3 and "run `ragd migrate` first" in outdated.stderr, outdated.stderr
-    absent = {**env, "RAGD_DATABASE_URL": f"postgresql://ragd:x@127.0.0.1:{_free_port()}/ragd"}
+    absent = {**env, "RAGD_DATABASE_URL": f"postgresql://ragd:x@127.0.0.1:{free_port()}/ragd"}
     started = time.monotonic()
-    gone = run_cli(["serve", "--wait", "2", "--port", str(_free_port())], absent)
+    gone = run_cli(["serve", "--wait", "2", "--port", str(free_port())], absent)
     assert gone.returncode == 3 and "waiting for the database" in gone.stderr
     assert gone.stderr.strip().splitlines()[-1].startswith("error (database_unavailable)")
     assert time.monotonic() - started < 30
@@ -268,7 +225,7 @@ def test_a_server_whose_keys_were_all_revoked_does_not_start_open(fresh_database
     created = run_cli(["keys", "create", "--tenant", "acme"], env)
     prefix = created.stdout.strip().splitlines()[-1].split("_")[1]
     assert run_cli(["keys", "revoke", f"ragd_{prefix}"], env).returncode == 0
-    refused = run_cli(["serve", "--port", str(_free_port())], env)
+    refused = run_cli(["serve", "--port", str(free_port())], env)
     assert refused.returncode == 2 and "every API key of this database was revoked" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     with serving(env, "--open") as server:  # told so, it serves open (loopback only)

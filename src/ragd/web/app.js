@@ -376,10 +376,11 @@ async function showSource(ui, id, focus = true) {
   for (const el of document.querySelectorAll('[data-chunk]')) {
     el.setAttribute('aria-pressed', el.dataset.chunk === id ? 'true' : 'false');
   }
+  const token = (ui.showing = {});  // a later click wins over one still loading
   const c = await chunkDetails(id);
   const quotes = (ui.quotes && ui.quotes.get(id)) || [];
   const n = ui.numbers ? ui.numbers.get(id) : '';
-  const view = clear(ui.sourceView);
+  const view = h('div');
   const title = h('h3', { tabindex: '-1' }, `[${n}] ${c.title || c.external_id}`);
   append(view, [title, h('p', { className: 'muted small' },
     `${c.external_id} · ${c.version_label}${c.heading_path && c.heading_path.length ? ` · ${c.heading_path.join(' › ')}` : ''}`)]);
@@ -389,10 +390,21 @@ async function showSource(ui, id, focus = true) {
     const pages = [...new Set(c.boxes.map((b) => b.page))].sort((a, b) => a - b);
     const pageList = pages.length ? pages : c.pages;
     const holder = h('div', { className: 'page-image' });
-    append(view, [holder]);
+    const zoom = h('button', { type: 'button', className: 'quiet', 'aria-pressed': 'false' }, 'Zoom in');
+    zoom.addEventListener('click', () => {
+      const on = holder.classList.toggle('zoomed');
+      zoom.setAttribute('aria-pressed', String(on));
+      zoom.textContent = on ? 'Zoom out' : 'Zoom in';
+      const img = $('img', holder);
+      const boxes = img ? JSON.parse(img.dataset.boxes || '[]') : [];
+      if (on && boxes.length) { holder.scrollTop = Math.max(0, boxes[0][1] - 40); holder.scrollLeft = Math.max(0, boxes[0][0] - 40); }
+    });
+    append(view, [h('div', { className: 'row' }, zoom), holder]);
     for (const page of pageList) await drawPage(holder, c, page, quotes);
   }
   append(view, [h('div', { className: 'source-text', 'aria-label': 'Cited passage' }, marked(c.content, quotes))]);
+  if (ui.showing !== token) return;
+  ui.sourceView.replaceChildren(...view.childNodes);
   if (focus) title.focus();
 }
 
@@ -736,8 +748,8 @@ views.runs = async (view, id) => {
     const run = await watchRun(holder, id);
     const items = h('table', { id: 'run-items' },
       h('thead', {}, h('tr', {}, ['#', 'Item', 'Outcome', 'Chunks', 'What happened'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, run.items.map((i) => h('tr', {},
-        h('td', { className: 'num' }, String(i.item_index)), h('td', { className: 'small' }, i.external_id || i.source_uri),
+      h('tbody', {}, run.items.map((i, n) => h('tr', {},
+        h('td', { className: 'num' }, String(n + 1)), h('td', { className: 'small' }, i.external_id || i.source_uri),
         h('td', {}, h('span', { className: `status ${i.status}` }, i.status)),
         h('td', { className: 'num' }, String(i.chunk_count)),
         h('td', { className: 'small' }, i.error_code ? failureText(i) : i.reason || '')))));
