@@ -95,6 +95,12 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     assert not [p for p in problems if "Content Security Policy" in p or p.startswith("uncaught")], problems
 
 
+def shot(page: Page, name: str) -> None:
+    """A screenshot of the page as it is now, kept with the test outputs."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
 def sign_in(page: Page, site: dict[str, Any], key: str | None = None, path: str = "") -> None:
     """Open the page and enter the API key in its dialog, as a person does."""
     page.goto(site["url"] + "/" + path)
@@ -223,6 +229,7 @@ def test_a_hostile_document_renders_inert(page: Page, site: dict[str, Any]) -> N
     row.locator("a").click()
     expect(page.locator("#doc-title")).to_contain_text("onerror")
     expect(page.locator("#blocks")).to_contain_text("javascript:window.__xss=5")
+    shot(page, "document")
     page.goto(site["url"] + "/#/ask")
     page.fill("#question", "What did the harbour crane inspection find on crane seven?")
     page.click("#ask")
@@ -291,10 +298,12 @@ def test_runs_and_collections_with_quality_charts(page: Page, site: dict[str, An
     expect(chart.locator("polyline")).to_have_count(2)
     expect(chart.locator("circle")).to_have_count(6)
     expect(chart.locator(".legend")).to_contain_text("scifact · lexical")
+    shot(page, "collections")
     page.goto(site["url"] + "/#/runs")
     expect(page.locator("#runs tbody tr").first).to_be_visible()
     page.locator("#runs tbody tr a").first.click()
     expect(page.locator("#run-items")).to_be_visible()
+    shot(page, "run")
     assert page.locator("#run-items tbody tr").count() >= 1
 
 
