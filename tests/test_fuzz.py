@@ -11,8 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import REPO, SAMPLES, run_cli
-from .test_serve import serving
+from .conftest import REPO, SAMPLES, run_cli, serving
 
 
 def test_schemathesis_finds_nothing(cli_env: dict[str, str], tmp_path: Path) -> None:

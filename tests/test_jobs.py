@@ -186,13 +186,14 @@ def test_an_upload_with_wait_false_is_202_and_the_servers_worker_stores_it(setti
             assert sorted(i["external_id"] for i in run["items"]) == sorted(p.name for p in paths)
             # another tenant neither sees nor cancels it
             assert http.get(response.headers["location"], headers=auth_other).status_code == 404
-            assert http.delete(response.headers["location"], headers=auth_other).status_code == 404
+            assert http.post(response.headers["location"] + "/cancel", headers=auth_other).status_code == 404
             found = http.post("/v1/search", json={"query": "upload7alpha", "namespace": "queued", "limit": 3,
                                                   "useReranking": False, "threshold": 0.0}, headers=auth).json()
             assert found["results"] and found["results"][0]["sourceId"] == "upload-007.md", found
-            # an ended run is left as it is by DELETE
-            ended = http.delete(response.headers["location"], headers=auth)
+            # an ended run is left as it is by cancel; a run is never deleted
+            ended = http.post(response.headers["location"] + "/cancel", headers=auth)
             assert ended.status_code == 200 and ended.json()["status"] == "succeeded"
+            assert http.delete(response.headers["location"], headers=auth).status_code == 405
     finally:
         rag.close()
 
@@ -211,7 +212,7 @@ def test_the_rest_queue_answers_429_with_retry_after_when_full(settings: Setting
             full = http.post("/v1/documents", params={"wait": "false"}, files=files, headers=auth)
             assert full.status_code == 429 and full.json()["error"] == "queue_full"
             assert int(full.headers["retry-after"]) >= 1
-            cancelled = http.delete(first.headers["location"], headers=auth)
+            cancelled = http.post(first.headers["location"] + "/cancel", headers=auth)
             assert cancelled.json() == {"run_id": first.json()["run_id"], "status": "cancelled", "dropped": 2}
             assert http.post("/v1/documents", params={"wait": "false"}, files=files,
                              headers=auth).status_code == 202  # room again

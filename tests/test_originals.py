@@ -256,3 +256,56 @@ def test_eval_save_keeps_figures_per_tenant(world: dict[str, Any]) -> None:
     mine = [e for e in listed if e["eval_id"] == str(eval_id)]
     assert mine and mine[0]["metrics"] == {"lexical": {"ndcg@10": 0.5, "latency_p50_ms": 3.0}}
     assert world["http"].get("/v1/evals", headers=_auth(world["key_b"])).json()["evaluations"] == []
+
+
+def test_originals_in_an_s3_compatible_store(settings: Settings, name: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real S3 protocol server on 127.0.0.1 (moto's), as an S3-compatible store (MinIO, R2...) is configured."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from .conftest import free_port
+
+    for variable, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
+                            ("AWS_DEFAULT_REGION", "eu-north-1")):
+        monkeypatch.setenv(variable, value)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint)
+        s3.create_bucket(Bucket="kept", CreateBucketConfiguration={"LocationConstraint": "eu-north-1"})
+        client = ragd.connect(settings=settings.model_copy(update={"originals": "s3://kept/ragd",
+                                                                   "s3_endpoint_url": endpoint}))
+        try:
+            tenant = "orig-s3-" + uuid.uuid4().hex[:6]
+            col = client.collection(name, tenant=tenant)
+            pdf = report_pdf(tmp_path / "r.pdf")
+            col.ingest(uploads=[("r.pdf", pdf)])
+            sha = hashlib.sha256(pdf.read_bytes()).hexdigest()
+            key = f"ragd/{tenant}/{sha[:2]}/{sha}"
+            assert s3.get_object(Bucket="kept", Key=key)["Body"].read() == pdf.read_bytes()
+            with client.store.tenant(tenant) as conn:
+                assert conn.execute("SELECT content IS NULL FROM originals").fetchone()[0]
+            assert col.original("r.pdf").data == pdf.read_bytes()
+            assert col.page("r.pdf", 2).pages == 2
+            s3.put_object(Bucket="kept", Key=key, Body=b"tampered")
+            with pytest.raises(NotFound, match="was changed since it was kept"):
+                col.original("r.pdf")
+            col.delete("r.pdf")
+            assert s3.list_objects_v2(Bucket="kept", Prefix=f"ragd/{tenant}/").get("KeyCount", 0) == 0
+        finally:
+            client.close()
+        server.stop()
+        stopped = ragd.connect(settings=settings.model_copy(update={"originals": "s3://kept/ragd",
+                                                                    "s3_endpoint_url": endpoint}))
+        try:  # the store unreachable: ingest fails the item with a clear reason, nothing half-stored
+            col = stopped.collection(name + "x", tenant="orig-s3-down-" + uuid.uuid4().hex[:6])
+            report = col.ingest(uploads=[("down.pdf", report_pdf(tmp_path / "down.pdf"))])
+            assert report.items[0].status == "failed" and "S3" in (report.items[0].reason or "")
+            assert col.documents() == []
+        finally:
+            stopped.close()
+    finally:
+        server.stop()

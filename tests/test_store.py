@@ -20,7 +20,7 @@ TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
     "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
     "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache", "idempotency_keys",
-    "ingestion_files",
+    "ingestion_files", "originals", "evaluations",
 }
 
 
@@ -62,7 +62,7 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
-WRITES_NEED = (15, 17, 18, 19)
+WRITES_NEED = (15, 17, 18, 19, 20)
 
 
 @pytest.mark.parametrize("written_up_to", [12, 13])

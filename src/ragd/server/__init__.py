@@ -33,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from mcp.server.transport_security import TransportSecuritySettings
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.supervisors import Multiprocess
 
@@ -94,8 +95,25 @@ def error_body(code: str, message: str) -> dict[str, str]:
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"  # collection names (the schema's CHECK)
 TEXT = r"^[^\x00]*$"  # PostgreSQL's text holds no NUL: a string holding one is refused (400), never stored changed
-Id = Annotated[str, PathParam(pattern=r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$",
-                               description="A UUID")]
+UUID = r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"
+Id = Annotated[str, PathParam(pattern=UUID, description="A UUID")]
+
+
+class DocumentRef(Convertor[str]):
+    """A document's external id in a path: any characters, slashes too, except that a path ending in /source,
+    /blocks or /pages/N.png names that view of the document (a document whose id ends so is reached by its doc
+    id)."""
+
+    regex = r"(?:(?!/source$|/blocks$|/pages/[0-9]+\.png$).)+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("docref", DocumentRef())
 Files = Annotated[list[UploadFile], File(description="One or more files, any supported format", min_length=1)]
 Ref = Annotated[str, PathParam(pattern=r"^[^\x00]+$", max_length=4096,
                                description="A document's external id or doc id")]
@@ -580,7 +598,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         rows, total = col.documents_page(limit=limit, offset=offset, find=q, tag=tag, source_type=type)
         return {"collection": col.name, "total": total, "documents": jsonable(rows)}
 
-    @app.get("/v1/documents/{ref:path}/source", tags=["documents"],
+    @app.get("/v1/documents/{ref:docref}/source", tags=["documents"],
              responses={**_errs(400, 401, 404, 429, 500, 503),
                         200: {"description": "The original file", "content": {"application/octet-stream": {}}}})
     def document_source(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
@@ -595,7 +613,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             "Content-Security-Policy": "sandbox; default-src 'none'", "ETag": f'"{original.sha256}"',
             "Cache-Control": "private, max-age=3600"})
 
-    @app.get("/v1/documents/{ref:path}/blocks", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
+    @app.get("/v1/documents/{ref:docref}/blocks", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def document_blocks(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
                         version: Annotated[str | None, Query(max_length=128, description="A version id or label")]
                         = None) -> dict[str, Any]:
@@ -604,14 +622,14 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         col = r.collection(collection, tenant=who, create=False)
         return jsonable(col.blocks(ref, version))  # type: ignore[no-any-return]
 
-    @app.get("/v1/documents/{ref:path}/pages/{number}.png", tags=["documents"],
+    @app.get("/v1/documents/{ref:docref}/pages/{number}.png", tags=["documents"],
              responses={**_errs(400, 401, 404, 429, 500, 503),
                         200: {"description": "The page as a PNG; X-Ragd-Boxes: the chunk's boxes as drawn "
                                              "([x0, y0, x1, y1] pixels), X-Ragd-Quotes: the quotes' marks",
                               "content": {"image/png": {}}}})
     def document_page(ref: Ref, number: Annotated[int, PathParam(ge=1, le=100_000)], r: Rag, who: Tenant,
                       collection: CollectionParam = None,
-                      chunk: Annotated[str | None, Query(max_length=64, description="A chunk whose boxes to draw")]
+                      chunk: Annotated[str | None, Query(pattern=UUID, description="A chunk whose boxes to draw")]
                       = None,
                       quote: Annotated[list[str] | None, Query(max_length=2000,
                                                                description="Quoted text to mark (repeatable)")]
@@ -626,14 +644,14 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             "X-Ragd-Boxes": json.dumps([list(b) for b in page.boxes]),
             "X-Ragd-Quotes": json.dumps([list(b) for b in page.quotes])})
 
-    @app.get("/v1/documents/{ref:path}", tags=["documents"],
+    @app.get("/v1/documents/{ref:docref}", tags=["documents"],
              responses=_errs(400, 401, 404, 429, 500, 503))
     def get_document(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """One document by external id or doc id, with its versions."""
         col = r.collection(collection, tenant=who, create=False)
         return jsonable(col.document(ref))  # type: ignore[no-any-return]
 
-    @app.delete("/v1/documents/{ref:path}", tags=["documents"],
+    @app.delete("/v1/documents/{ref:docref}", tags=["documents"],
                 responses=_errs(400, 401, 404, 429, 500, 503))
     def delete_document(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None) -> dict[str, Any]:
         """Delete a document and every version of it; searches stop finding it at once."""
@@ -652,10 +670,10 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         """One ingestion run with every item."""
         return jsonable(r.run(run_id, tenant=who))  # type: ignore[no-any-return]
 
-    @app.delete("/v1/runs/{run_id}", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
+    @app.post("/v1/runs/{run_id}/cancel", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def cancel_run(run_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
-        """Cancel a queued run: its queued files are dropped; files being stored finish; stored items stay. A run
-        that already ended is left as it is (its status is returned)."""
+        """Cancel a queued run: its queued files are dropped; files being stored finish; stored items stay (the run
+        remains, `cancelled`). A run that already ended is left as it is (its status is returned)."""
         return jobs.cancel(r, run_id, tenant=who)
 
     @app.get("/v1/evals", tags=["quality"], responses=_errs(400, 401, 429, 500, 503))

@@ -641,7 +641,10 @@ function renderRun(view, run, names, waited) {
   append(view, [h('div', { className: 'panel', id: `run-${run.run_id}` },
     h('p', {}, h('strong', {}, 'Run '), h('a', { href: `#/runs/${run.run_id}` }, run.run_id.slice(0, 8)), ' ',
       h('span', { className: `status ${run.status}`, id: 'run-status' }, run.status),
-      ` ${done} of ${total} files`),
+      ` ${done} of ${total} files `,
+      run.status === 'queued' || run.status === 'running' ? h('button', { type: 'button', className: 'quiet',
+        id: 'cancel-run', onclick: () => api(`/v1/runs/${run.run_id}/cancel`, { method: 'POST' }).catch(failed) },
+        'Cancel') : null),
     h('div', { className: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total,
                'aria-valuenow': done }, bar),
     stuck ? h('p', { className: 'hint' }, 'No worker has taken these files yet: start `ragd worker`, or run ' +
