@@ -136,8 +136,12 @@ class Settings(BaseSettings):
     read_your_writes_wait_s: float = Field(default=2.0, ge=0)
 
     # where original files are kept (per version, by their SHA-256): postgres (in the database), a directory
-    # (an absolute path or file:// URI) or off (no downloads, page images or `ragd reindex`)
+    # (an absolute path or file:// URI), an S3-compatible bucket (s3://bucket/prefix) or off (no downloads, page
+    # images or `ragd reindex`)
     originals: str = "postgres"
+    # RAGD_ORIGINALS=s3://...: the S3-compatible endpoint (MinIO, R2...; default AWS) and region
+    s3_endpoint_url: str | None = None
+    s3_region: str | None = None
 
     @property
     def pgdata(self) -> Path:

@@ -64,7 +64,7 @@ from .retrieve.legs import (
 )
 from .store import Store, queries
 from .store.originals import Original
-from .store.originals import originals as original_files
+from .store.originals import originals_for as original_files
 from .store.postgres import check_name, check_tenant
 from .telemetry import annotate, span
 from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
@@ -444,7 +444,7 @@ class Collection:
         (its chunks re-embedded only where their text is new: the embedding cache has the rest); one whose
         original is not kept is `skipped`; one that no longer extracts is `failed` and keeps its version. Each
         document keeps its tags and metadata (what extraction gives now wins for its own keys)."""
-        keeper = original_files(self.settings.originals)
+        keeper = original_files(self.settings)
         with self.store.tenant(self.tenant) as conn:
             rows = rows_as_dicts(conn.execute(queries.REINDEX_SOURCES, {"collection_id": self.collection_id}))
         refused: list[IngestError] = []
@@ -628,7 +628,7 @@ class Collection:
     def original(self, ref: str, version: str | None = None) -> Original:
         """The original file a version of a document was read from (the active version unless one is named by
         id or label)."""
-        keeper = original_files(self.settings.originals)
+        keeper = original_files(self.settings)
         with self.store.tenant(self.tenant) as conn:
             row = self._source(conn, ref, version)
             data = keeper.get(conn, self.tenant, row["source_sha256"])
@@ -648,7 +648,7 @@ class Collection:
                 raise NotFound(f"chunk {chunk} is not a chunk of document {ref!r}")
             version = str(found["doc_version_id"])
             boxes = [list(map(float, b["bbox"])) for b in found["boxes"] if b.get("page") == number]
-        keeper = original_files(self.settings.originals)
+        keeper = original_files(self.settings)
         with self.store.tenant(self.tenant) as conn:
             row = self._source(conn, ref, version)
             key = (self.tenant, row["source_sha256"], number, tuple(map(tuple, boxes)), quotes)
@@ -691,7 +691,7 @@ class Collection:
                                                 "keys": [k for _, k in bands]})
             sources = [r[0] for r in conn.execute(queries.VERSION_SOURCES, {"doc_id": doc_id})]
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
-            original_files(self.settings.originals).forget(conn, self.tenant, sources)
+            original_files(self.settings).forget(conn, self.tenant, sources)
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
         self.client.wrote(self.tenant)
         return uuid.UUID(str(doc_id))

@@ -112,6 +112,13 @@ class Skipped(IngestError):
     code = "skipped"
 
 
+class OriginalsUnavailable(RagdError):
+    """The store of original files (a directory or an S3 bucket) cannot be reached or refused a request."""
+
+    code = "originals_unavailable"
+    exit_code = 3
+
+
 class NoOriginal(Skipped):
     """A document `ragd reindex` cannot read again: its original file is not kept."""
 

@@ -37,6 +37,7 @@ from .engine import Collection, Ragd
 from .errors import (
     DatabaseUnavailable,
     InvalidRequest,
+    OriginalsUnavailable,
     ProviderError,
     QueueFull,
     RagdError,
@@ -60,7 +61,7 @@ log = logging.getLogger("ragd.jobs")
 QUEUE = "ragd_ingest"
 TASK = "ragd.ingest_file"
 # failures worth another try later: the database or a model provider away for a while
-TRANSIENT = (DatabaseUnavailable, ProviderError, psycopg.OperationalError)
+TRANSIENT = (DatabaseUnavailable, ProviderError, OriginalsUnavailable, psycopg.OperationalError)
 
 
 @dataclass(frozen=True)

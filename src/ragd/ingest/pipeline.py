@@ -48,7 +48,7 @@ from ..ids import sha256_text
 from ..store import queries
 from ..store.originals import KEPT as ORIGINAL_KEPT
 from ..store.originals import media_type
-from ..store.originals import originals as original_files
+from ..store.originals import originals_for as original_files
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
 from . import bounds, dedupe
 from .bounds import Limits
@@ -73,7 +73,8 @@ Duplicates = Literal["skip", "keep"]
 BATCH_DOCS = 256
 BATCH_CHUNKS = 512
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
-STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable"})
+STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable",
+                        "originals_unavailable"})
 
 
 class Collection(Protocol):
@@ -704,7 +705,7 @@ def _keep_originals(conn: psycopg.Connection[Any], col: Collection, state: _RunS
     """The files new versions were read from, kept (once per tenant and content) in this transaction. A file read
     for an earlier batch is not read again unless this transaction must keep it; a file gone since it was
     extracted leaves its version without an original."""
-    keeper = original_files(col.settings.originals)
+    keeper = original_files(col.settings)
     if not keeper.kept:
         return
     checked: set[str] = set()

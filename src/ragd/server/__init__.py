@@ -48,6 +48,7 @@ from ..errors import (
     InvalidRequest,
     LLMUnavailable,
     NotFound,
+    OriginalsUnavailable,
     QueueFull,
     RagdError,
 )
@@ -81,6 +82,8 @@ def _status(exc: RagdError) -> tuple[int, str]:
         return 429, exc.code
     if isinstance(exc, DatabaseUnavailable):  # the message (URL, user, socket) is logged, never sent
         return 503, "database_unavailable"
+    if isinstance(exc, OriginalsUnavailable):
+        return 503, exc.code
     if exc.exit_code == 2:  # a request the configuration cannot serve (dimensions, models)
         return 400, "bad_request"
     return 500, "internal"

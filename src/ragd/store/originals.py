@@ -2,8 +2,11 @@
 
 RAGD_ORIGINALS says where the bytes go: `postgres` (the default: in the `originals` row, so the embedded server
 needs nothing more and a backup holds everything), a directory (`file:///srv/ragd-originals` or a plain absolute
-path: one file per hash, under a folder per tenant), or `off` (nothing kept: no downloads, page images or
-reindex). The row exists in every mode but `off`: the database's row security decides who may read an original.
+path: one file per hash, under a folder per tenant), an S3-compatible bucket (`s3://bucket/prefix`: AWS S3, MinIO,
+R2, Ceph...; `pip install 'ragd[s3]'`, RAGD_S3_ENDPOINT_URL for a store other than AWS, credentials from the
+standard AWS variables and files), or `off` (nothing kept: no downloads, page images or reindex). The row exists in
+every mode but `off`: the database's row security decides who may read an original, and bytes read back from
+outside the database are checked against their hash.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from urllib.parse import unquote, urlparse
 
 import psycopg
 
-from ..errors import ConfigError, NotFound
+from ..config import Settings
+from ..errors import ConfigError, NotFound, OriginalsUnavailable
 
 INSERT = """
 INSERT INTO originals (tenant_id, sha256, size, content) VALUES (%(tenant_id)s, %(sha256)s, %(size)s, %(content)s)
@@ -69,18 +73,24 @@ class Original:
 class Originals:
     """Where a store keeps original files (see the module's docstring)."""
 
-    def __init__(self, where: str):
+    def __init__(self, where: str, endpoint: str | None = None, region: str | None = None):
         where = where.strip()
         self.where = where
         self.folder: Path | None = None
+        self.bucket = self.prefix = ""
+        self.endpoint = endpoint
         if where.lower() in ("postgres", "off"):
             self.mode = where.lower()
         elif where.startswith("file://") or where.startswith("/"):
             path = Path(unquote(urlparse(where).path)) if where.startswith("file://") else Path(where)
             self.mode, self.folder = "directory", path
+        elif where.startswith("s3://") and urlparse(where).netloc:
+            parts = urlparse(where)
+            self.mode, self.bucket, self.prefix = "s3", parts.netloc, parts.path.strip("/")
+            self._s3 = _s3_client(endpoint, region)
         else:
             raise ConfigError(f"RAGD_ORIGINALS={where!r} is not a place for original files: use postgres, off, "
-                              "or a directory (an absolute path or file:// URI)")
+                              "a directory (an absolute path or file:// URI) or s3://bucket/prefix")
 
     @property
     def kept(self) -> bool:
@@ -89,6 +99,27 @@ class Originals:
     def _path(self, tenant: str, sha: str) -> Path:
         assert self.folder is not None
         return self.folder / tenant / sha[:2] / sha
+
+    def _key(self, tenant: str, sha: str) -> str:
+        return "/".join(p for p in (self.prefix, tenant, sha[:2], sha) if p)
+
+    def _where(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}" + (f" at {self.endpoint}" if self.endpoint else "")
+
+    def _s3_call(self, what: str, call: Any, **args: Any) -> Any:
+        """An S3 request, its failure one line naming the store (a missing object is None)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return call(Bucket=self.bucket, **args)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise OriginalsUnavailable(f"the S3 store {self._where()} refused to {what} an original: "
+                                       f"{exc.response.get('Error', {}).get('Message') or exc}") from None
+        except BotoCoreError as exc:
+            raise OriginalsUnavailable(f"the S3 store {self._where()} cannot be reached to {what} an original: "
+                                       f"{exc}") from None
 
     def put(self, conn: psycopg.Connection[Any], tenant: str, sha: str, data: bytes) -> None:
         """Keep `data` (whose hash is `sha`) for the tenant, in the caller's transaction. A directory's file is
@@ -103,6 +134,9 @@ class Originals:
                 tmp = path.with_name(f"{sha}.{os.getpid()}.{threading.get_ident()}.tmp")
                 tmp.write_bytes(data)
                 tmp.replace(path)
+        elif self.mode == "s3":  # one PUT of the whole object is atomic: a reader never sees part of it
+            self._s3_call("keep", self._s3.put_object, Key=self._key(tenant, sha), Body=data,
+                          ContentType="application/octet-stream")
         conn.execute(INSERT, {"tenant_id": tenant, "sha256": sha, "size": len(data),
                               "content": data if self.mode == "postgres" else None})
 
@@ -114,15 +148,23 @@ class Originals:
                            "or with RAGD_ORIGINALS=off): ingest the file again to keep it")
         if row[1] is not None:
             return bytes(row[1])
-        if self.folder is None:
+        if self.mode == "s3":
+            found = self._s3_call("read", self._s3.get_object, Key=self._key(tenant, sha))
+            if found is None:
+                raise NotFound(f"the original file {sha[:12]} is missing from {self._where()}")
+            data = bytes(found["Body"].read())
+            where = self._where()
+        elif self.folder is not None:
+            try:
+                data = self._path(tenant, sha).read_bytes()
+            except FileNotFoundError:
+                raise NotFound(f"the original file {sha[:12]} is missing from {self.folder}") from None
+            where = str(self.folder)
+        else:
             raise NotFound(f"the original file {sha[:12]} is kept outside the database: set RAGD_ORIGINALS to "
-                           "the directory it was written to")
-        try:
-            data = self._path(tenant, sha).read_bytes()
-        except FileNotFoundError:
-            raise NotFound(f"the original file {sha[:12]} is missing from {self.folder}") from None
+                           "the directory or bucket it was written to")
         if hashlib.sha256(data).hexdigest() != sha:
-            raise NotFound(f"the original file {sha[:12]} in {self.folder} was changed since it was kept")
+            raise NotFound(f"the original file {sha[:12]} in {where} was changed since it was kept")
         return data
 
     def forget(self, conn: psycopg.Connection[Any], tenant: str, shas: list[str]) -> None:
@@ -130,11 +172,29 @@ class Originals:
         if not shas:
             return
         gone = [r[0] for r in conn.execute(FORGET, {"shas": sorted(set(shas))})]
-        if self.mode == "directory":
-            for sha in gone:
+        for sha in gone:
+            if self.mode == "directory":
                 self._path(tenant, sha).unlink(missing_ok=True)
+            elif self.mode == "s3":
+                self._s3_call("delete", self._s3.delete_object, Key=self._key(tenant, sha))
+
+
+def _s3_client(endpoint: str | None, region: str | None) -> Any:
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise ConfigError("RAGD_ORIGINALS=s3://... needs the S3 client: pip install 'ragd[s3]'") from None
+    # bounded waits: a store that does not answer fails the file in seconds, not minutes
+    config = Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3, "mode": "standard"})
+    return boto3.client("s3", endpoint_url=endpoint or None, region_name=region or None, config=config)
 
 
 @functools.lru_cache(maxsize=8)
-def originals(where: str) -> Originals:
-    return Originals(where)
+def originals(where: str, endpoint: str | None = None, region: str | None = None) -> Originals:
+    return Originals(where, endpoint, region)
+
+
+def originals_for(settings: Settings) -> Originals:
+    """The store of original files `settings` name (made once per process)."""
+    return originals(settings.originals, settings.s3_endpoint_url, settings.s3_region)
