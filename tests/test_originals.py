@@ -177,15 +177,20 @@ def test_deleting_a_document_forgets_an_original_no_version_uses(settings: Setti
         client.close()
 
 
+def _one_pdf_kept(client: ragd.Ragd, name: str, folder: Path, prefix: str) -> tuple[str, Any, Path, str]:
+    """A new tenant's collection holding one uploaded PDF: (tenant, collection, the PDF, its SHA-256)."""
+    tenant = prefix + uuid.uuid4().hex[:6]
+    col = client.collection(name, tenant=tenant)
+    pdf = report_pdf(folder / "r.pdf")
+    col.ingest(uploads=[("r.pdf", pdf)])
+    return tenant, col, pdf, hashlib.sha256(pdf.read_bytes()).hexdigest()
+
+
 def test_originals_in_a_directory(settings: Settings, name: str, tmp_path: Path) -> None:
     store = tmp_path / "kept"
     client = ragd.connect(settings=settings.model_copy(update={"originals": store.as_uri()}))
     try:
-        tenant = "orig-dir-" + uuid.uuid4().hex[:6]
-        col = client.collection(name, tenant=tenant)
-        pdf = report_pdf(tmp_path / "r.pdf")
-        col.ingest(uploads=[("r.pdf", pdf)])
-        sha = hashlib.sha256(pdf.read_bytes()).hexdigest()
+        tenant, col, pdf, sha = _one_pdf_kept(client, name, tmp_path, "orig-dir-")
         kept = store / tenant / sha[:2] / sha
         assert kept.read_bytes() == pdf.read_bytes()
         with client.store.tenant(tenant) as conn:
@@ -279,11 +284,7 @@ def test_originals_in_an_s3_compatible_store(settings: Settings, name: str, tmp_
         client = ragd.connect(settings=settings.model_copy(update={"originals": "s3://kept/ragd",
                                                                    "s3_endpoint_url": endpoint}))
         try:
-            tenant = "orig-s3-" + uuid.uuid4().hex[:6]
-            col = client.collection(name, tenant=tenant)
-            pdf = report_pdf(tmp_path / "r.pdf")
-            col.ingest(uploads=[("r.pdf", pdf)])
-            sha = hashlib.sha256(pdf.read_bytes()).hexdigest()
+            tenant, col, pdf, sha = _one_pdf_kept(client, name, tmp_path, "orig-s3-")
             key = f"ragd/{tenant}/{sha[:2]}/{sha}"
             assert s3.get_object(Bucket="kept", Key=key)["Body"].read() == pdf.read_bytes()
             with client.store.tenant(tenant) as conn:

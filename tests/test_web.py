@@ -135,9 +135,29 @@ def test_upload_three_formats_and_watch_the_run_succeed(page: Page, site: dict[s
     expect(page.locator('#documents tr[data-ref="bicycles.docx"]')).to_be_visible()
     page.fill("#doc-find", "bicycle")
     expect(page.locator("#doc-count")).to_have_text("1 document")
+    page.fill("#doc-find", "rooms")
+    page.locator('#documents tr[data-ref="rooms.csv"] a').click()  # a table is shown as a table
+    expect(page.locator("#blocks table").first).to_contain_text("Glacier")
+    expect(page.locator("#versions")).to_contain_text("rooms.csv")
     listed = _api(site, "/v1/documents?collection=web&q=lighthouse").json()
     assert listed["total"] == 0  # titles and ids only, not text
     assert _api(site, "/v1/documents/upload.pdf/source?collection=web").content == pdf.read_bytes()
+
+
+def test_a_file_dropped_on_the_page_is_stored(page: Page, site: dict[str, Any]) -> None:
+    sign_in(page, site, path="#/documents")
+    expect(page.locator("#documents")).to_be_visible()
+    dropped = page.evaluate_handle("""() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['# Orchard note\\n\\nThe orchard is watered at dawn on Tuesdays.'], 'orchard.md',
+                              { type: 'text/markdown' }));
+        return dt;
+    }""")
+    page.dispatch_event("#drop", "dragover", {"dataTransfer": dropped})
+    expect(page.locator("#drop.over")).to_be_visible()
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=120_000)
+    expect(page.locator('#documents tr[data-ref="orchard.md"]')).to_contain_text("Orchard note")
 
 
 def test_ask_streams_the_answer_and_a_citation_shows_its_highlighted_page(page: Page, site: dict[str, Any]) -> None:
