@@ -338,3 +338,24 @@ def test_the_first_page_weighs_under_300_kB(browser: Browser, site: dict[str, An
     context.close()
     assert {u.rsplit("/", 1)[-1] for u in sizes} >= {"", "app.js", "app.css", "favicon.svg"}
     assert sum(sizes.values()) < 300_000, sizes
+
+
+def test_open_mode_on_loopback_needs_no_key(browser: Browser, fresh_database: str, settings: Settings,
+                                            tmp_path: Path) -> None:
+    """A database without keys: the server is open on loopback, and the page works without asking for one."""
+    with ragd.connect(settings=settings.model_copy(update={"database_url": fresh_database})) as client:
+        client.collection("notes").ingest(uploads=[("parental-leave.md", SAMPLES / "parental-leave.md")])
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_DATABASE_URL": fresh_database, "RAGD_EMBEDDER": "hash",
+           "RAGD_RERANKER": "none", "RAGD_SERVE_JOBS": "off", "RAGD_REQUEST_LOG": "off"}
+    with serving(env) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(server["url"] + "/")
+        expect(page.locator("html")).to_have_attribute("data-ready", "true")
+        expect(page.locator("#key-dialog")).not_to_be_visible()
+        expect(page.locator("#collection")).to_have_value("notes")
+        page.fill("#question", DEMO_QUESTION)
+        page.keyboard.press("Enter")
+        expect(page.locator("#answer .chip").first).to_be_visible(timeout=60_000)
+        shot(page, "open-mode")
+        context.close()
