@@ -310,3 +310,37 @@ def test_originals_in_an_s3_compatible_store(settings: Settings, name: str, tmp_
             stopped.close()
     finally:
         server.stop()
+
+
+def test_scans_are_drawn_with_the_boxes_ocr_found(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    """An image file and an image-only PDF (both read by OCR): the cited region is drawn where OCR found it."""
+    from PIL import ImageDraw, ImageFont
+
+    scan = Image.new("RGB", (1400, 700), "white")
+    draw = ImageDraw.Draw(scan)
+    font = ImageFont.load_default(size=44)
+    draw.text((60, 80), "Warehouse safety notice", fill="black", font=font)
+    draw.text((60, 200), "Forklifts must stop at the yellow line", fill="black", font=font)
+    draw.text((60, 270), "before the loading dock in Hamburg.", fill="black", font=font)
+    scan.save(tmp_path / "notice.png")
+    scan.save(tmp_path / "notice.pdf", resolution=150.0)  # an image-only PDF: 672 x 336 points
+    col = client.collection(name)
+    report = col.ingest(uploads=[("notice.png", tmp_path / "notice.png"), ("notice.pdf", tmp_path / "notice.pdf")],
+                        duplicates="keep")
+    assert [o.status for o in report.items] == ["ingested", "ingested"], report.items
+    for ref, width in (("notice.png", 1400), ("notice.pdf", 672)):
+        hit = next(h for h in col.search("forklifts yellow line Hamburg", k=5) if h.external_id == ref)
+        chunk = col.chunk(str(hit.chunk_id))
+        boxes = [b["bbox"] for b in chunk["boxes"] if b["page"] == 1]
+        assert boxes and chunk["pages"] == [1]
+        # OCR found the forklift lines where they were drawn (in pixels, or in points for the PDF)
+        unit = width / 1400
+        assert any(b[0] < 70 * unit and 190 * unit < b[1] < 215 * unit and b[3] > 300 * unit for b in boxes), boxes
+        page = col.page(ref, 1, chunk=str(hit.chunk_id))
+        assert page.boxes == tuple(tuple(round(v * page.scale) for v in b) for b in boxes)
+        image = Image.open(io.BytesIO(page.png)).convert("RGB")
+        assert abs(image.width - width * page.scale) <= 1
+        x0, y0, x1, y1 = page.boxes[-1]
+        paper = [image.getpixel((x, y)) for x in range(x0 + 2, x1 - 2, 5) for y in range(y0 + 1, y1 - 1, 3)]
+        assert sum(p[2] for p in paper) / len(paper) < 215  # tinted
+        assert image.getpixel((image.width - 5, image.height - 5)) == (255, 255, 255)
