@@ -359,3 +359,20 @@ def test_open_mode_on_loopback_needs_no_key(browser: Browser, fresh_database: st
         expect(page.locator("#answer .chip").first).to_be_visible(timeout=60_000)
         shot(page, "open-mode")
         context.close()
+
+
+def test_a_failed_file_shows_its_code_reason_and_what_to_do(page: Page, site: dict[str, Any]) -> None:
+    folder = site["folder"]
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> garbage without an end")
+    (folder / "fine.md").write_text("# Fine note\n\nThe fine note is about the bicycle shed roof.\n", encoding="utf-8")
+    sign_in(page, site, path="#/documents")
+    expect(page.locator("#documents")).to_be_visible()
+    page.set_input_files("#file-input", [str(folder / "broken.pdf"), str(folder / "fine.md")])
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=120_000)  # one file failed, not all
+    broken = page.locator('tr[data-file="broken.pdf"]')
+    expect(broken).to_contain_text("failed")
+    expect(broken.locator("code")).to_have_text("corrupt_document")
+    expect(broken.locator(".hint")).to_contain_text("damaged")
+    expect(page.locator('tr[data-file="fine.md"]')).to_contain_text("ingested")
+    page.locator("#upload-run a").first.click()  # the run's own page lists the same
+    expect(page.locator("#run-items")).to_contain_text("corrupt_document")

@@ -653,17 +653,22 @@ function renderRun(view, run, names, waited) {
       ['File', 'State', 'Outcome'].map((t) => h('th', { scope: 'col' }, t)))), h('tbody', {}, rows)) : null)]);
 }
 
-const HINTS = {
-  file_too_large: 'Split the file, or raise RAGD_MAX_FILE_BYTES on the server.',
-  encrypted: 'Remove the password (save an unprotected copy) and upload it again.',
-  encrypted_pdf: 'Remove the password (save an unprotected copy) and upload it again.',
-  unsupported_format: 'Convert it to a supported format (PDF, DOCX, PPTX, XLSX, HTML, Markdown, text).',
-  corrupt_file: 'The file is damaged: export or download it again.',
-  empty_document: 'The file holds no text: scans need OCR (images and scanned PDFs are read automatically).',
-  extract_timeout: 'Reading took too long: split the file, or raise RAGD_EXTRACT_TIMEOUT_S.',
-  extract_memory: 'Reading needed too much memory: split the file, or raise RAGD_EXTRACT_MEMORY_MB.',
+const HINTS = {  // what to do about each failure code of a run's items (ragd/errors.py)
+  file_too_large: 'Split the file, or raise RAGD_MAX_FILE_BYTES (or RAGD_EXTRACT_MEMORY_MB, as the reason says).',
+  encrypted_document: 'Remove the password (save an unprotected copy) and upload it again.',
+  unsupported_format: 'Convert it to a supported format (PDF, DOCX, PPTX, XLSX, HTML, Markdown, text, images).',
+  corrupt_document: 'The file is damaged: export or download it again.',
+  empty_document: 'Nothing to index: the file holds no text (a scan too faint to read?).',
+  timeout: 'Reading took too long: split the file, or raise RAGD_EXTRACT_TIMEOUT_S.',
+  not_a_regular_file: 'Only regular files are read: copy the data into a file.',
   no_original: 'Ingest the file again: its original was not kept.',
-  duplicate: 'Another document has the same content; upload with duplicates kept if you need both.',
+  symlink_outside_folder: 'A link out of the folder: ingest its target, or ingest with --follow-symlinks.',
+  symlink_loop: 'A link that points back into itself: remove it.',
+  symlink_dangling: 'A link to nothing: remove it, or restore its target.',
+  embedding_error: 'The embedder failed on this text: retry; if it persists, report it with the run id.',
+  provider_unavailable: 'The embedding service was unavailable: retry the upload later.',
+  originals_unavailable: 'The store of original files could not be reached: retry the upload later.',
+  database_unavailable: 'The database was unavailable: retry the upload later.',
   store_error: 'Storing failed: retry; if it persists, check the server log with the run id.',
   unexpected_error: 'An unexpected error: retry, and report it with the run id if it persists.',
 };
