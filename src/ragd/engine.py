@@ -691,8 +691,9 @@ class Collection:
                                                 "keys": [k for _, k in bands]})
             sources = [r[0] for r in conn.execute(queries.VERSION_SOURCES, {"doc_id": doc_id})]
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
-            original_files(self.settings).forget(conn, self.tenant, sources)
+            gone = original_files(self.settings).forget(conn, self.tenant, sources)
             conn.execute(queries.BUMP_GENERATION, {"collection_id": self.collection_id})
+        original_files(self.settings).remove(self.tenant, gone)  # committed: the bytes go too
         self.client.wrote(self.tenant)
         return uuid.UUID(str(doc_id))
 

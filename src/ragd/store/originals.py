@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ..errors import ConfigError, NotFound, OriginalsUnavailable
 INSERT = """
 INSERT INTO originals (tenant_id, sha256, size, content) VALUES (%(tenant_id)s, %(sha256)s, %(size)s, %(content)s)
 ON CONFLICT DO NOTHING"""
+log = logging.getLogger("ragd.originals")
 KEPT = "SELECT 1 FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
 SELECT = "SELECT size, content FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
 FORGET = "SELECT ragd_forget_originals(%(shas)s)"
@@ -167,16 +169,25 @@ class Originals:
             raise NotFound(f"the original file {sha[:12]} in {where} was changed since it was kept")
         return data
 
-    def forget(self, conn: psycopg.Connection[Any], tenant: str, shas: list[str]) -> None:
-        """Drop the tenant's originals among `shas` that no version comes from any more."""
+    def forget(self, conn: psycopg.Connection[Any], tenant: str, shas: list[str]) -> list[str]:
+        """Drop the rows of the tenant's originals among `shas` that no version comes from any more, in the
+        caller's transaction; returns their hashes, whose bytes outside the database `remove` deletes once that
+        transaction has committed (so a rollback never leaves a row without its bytes)."""
         if not shas:
-            return
-        gone = [r[0] for r in conn.execute(FORGET, {"shas": sorted(set(shas))})]
+            return []
+        return [r[0] for r in conn.execute(FORGET, {"shas": sorted(set(shas))})]
+
+    def remove(self, tenant: str, gone: list[str]) -> None:
+        """Delete the bytes kept outside the database of originals whose rows are gone (best effort: what cannot
+        be deleted now is logged, and is unreachable anyway without its row)."""
         for sha in gone:
-            if self.mode == "directory":
-                self._path(tenant, sha).unlink(missing_ok=True)
-            elif self.mode == "s3":
-                self._s3_call("delete", self._s3.delete_object, Key=self._key(tenant, sha))
+            try:
+                if self.mode == "directory":
+                    self._path(tenant, sha).unlink(missing_ok=True)
+                elif self.mode == "s3":
+                    self._s3_call("delete", self._s3.delete_object, Key=self._key(tenant, sha))
+            except (OSError, OriginalsUnavailable) as exc:
+                log.warning("the original %s of tenant %s was not deleted: %s", sha[:12], tenant, exc)
 
 
 def _s3_client(endpoint: str | None, region: str | None) -> Any:
