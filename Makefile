@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo test setup browser bench lint quality conformance redteam clean
+.PHONY: demo serve test setup browser bench lint quality conformance redteam clean
 SCIFACT ?= ../shared/data/beir/scifact
 # BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
 LEXICAL_FLOOR ?= 0.685
@@ -56,6 +56,10 @@ browser:
 demo: setup
 	$(BIN)/ragd ingest samples/ --collection demo --tags demo
 	$(BIN)/ragd ask "How many days of parental leave do employees in Germany get?" --collection demo
+
+## The web page and the API on http://127.0.0.1:8000/, over the demo's data (after `make demo`).
+serve: setup
+	$(BIN)/ragd serve
 
 ## The whole test suite against a real embedded PostgreSQL.
 test: setup browser
