@@ -344,3 +344,20 @@ def test_scans_are_drawn_with_the_boxes_ocr_found(client: ragd.Ragd, name: str, 
         paper = [image.getpixel((x, y)) for x in range(x0 + 2, x1 - 2, 5) for y in range(y0 + 1, y1 - 1, 3)]
         assert sum(p[2] for p in paper) / len(paper) < 215  # tinted
         assert image.getpixel((image.width - 5, image.height - 5)) == (255, 255, 255)
+
+
+def test_a_version_stored_without_its_original_gets_it_when_its_file_comes_again(
+        settings: Settings, name: str, tmp_path: Path) -> None:
+    pdf = report_pdf(tmp_path / "old.pdf")
+    with ragd.connect(settings=settings.model_copy(update={"originals": "off"})) as before:  # as before migration 20
+        assert before.collection(name).ingest(uploads=[("old.pdf", pdf)]).items[0].status == "ingested"
+    with ragd.connect(settings=settings) as client:
+        col = client.collection(name)
+        with pytest.raises(NotFound, match="not kept"):
+            col.original("old.pdf")
+        assert col.reindex().items[0].status == "skipped"
+        again = col.ingest(uploads=[("old.pdf", pdf)])
+        assert again.items[0].status == "unchanged" and again.embedded == 0
+        assert col.original("old.pdf").data == pdf.read_bytes()
+        assert col.document("old.pdf")["versions"][0]["media_type"] == "application/pdf"
+        assert col.reindex().items[0].status == "unchanged"

@@ -139,6 +139,7 @@ class _Prepared:
     reason: str | None = None
     extract_seconds: float = 0.0
     original: tuple[Path, str] | None = None  # the file it was read from and that file's name
+    unkept: bool = False  # an unchanged version that has no original kept
     source: tuple[str, str, str] | None = None  # the kept original: its SHA-256, name and media type
 
 
@@ -622,6 +623,7 @@ def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared]
         if row is not None and row[5] == p.content_hash:
             changed = (list(row[1]) != list(p.tags) or row[2] != p.metadata or row[3] != p.doc.title)
             p.action, p.version_id = ("labels" if changed else "unchanged"), row[4]
+            p.unkept = row[7] is None  # stored before originals were kept: this file is its original
             continue
         if duplicates == "skip":
             others = [ext for doc, ext in active_by_hash.get(p.content_hash, []) if doc != p.doc_id]
@@ -807,6 +809,15 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         if todo:
             _keep_originals(conn, col, state, todo)
             _write_new(conn, col, todo, vectors)
+        attach = [p for p in batch if p.original is not None and (p.unkept or p.action == "reactivate")]
+        if attach:  # versions stored before originals were kept, read again from their file
+            _keep_originals(conn, col, state, attach)
+            found = [p for p in attach if p.source is not None]
+            if found:
+                conn.execute(queries.ATTACH_SOURCES, {
+                    "versions": [p.version_id for p in found], "sources": [p.source[0] for p in found if p.source],
+                    "names": [p.source[1] for p in found if p.source],
+                    "types": [p.source[2] for p in found if p.source]})
         changing = [p.doc_id for p in stored if p.action != "labels"]
         activate = [_version(p) for p in stored if p.action != "labels"]
         signed = [p for p in batch if p.action == "new" and p.signature is not None]

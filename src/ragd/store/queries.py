@@ -157,7 +157,7 @@ LOCK_DOCUMENT = "SELECT doc_id FROM documents WHERE doc_id = %(doc_id)s FOR UPDA
 # Planning a batch of documents takes three queries, whatever its size.
 BATCH_DOCUMENT_STATE = """
 SELECT d.doc_id, d.tags, d.metadata, d.title, v.doc_version_id, v.content_hash,
-       (SELECT count(*) FROM document_versions x WHERE x.doc_id = d.doc_id) AS versions
+       (SELECT count(*) FROM document_versions x WHERE x.doc_id = d.doc_id) AS versions, v.source_sha256
 FROM documents d
 LEFT JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
 WHERE d.doc_id = ANY(%(doc_ids)s)"""
@@ -177,6 +177,13 @@ SELECT v, %(tenant_id)s, d, l, h, a, n, COALESCE(e::timestamptz, now()), s, sn, 
 FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(labels)b::text[], %(hashes)b::text[], %(artifacts)b::text[],
             %(counts)b::int[], %(effective)b::text[], %(sources)b::text[], %(source_names)b::text[],
             %(media_types)b::text[]) AS x(v, d, l, h, a, n, e, s, sn, mt)"""
+
+# Versions stored without their original (before originals were kept) get it when the same content is ingested
+# again from a file.
+ATTACH_SOURCES = """
+UPDATE document_versions v SET source_sha256 = x.s, source_name = x.n, media_type = x.m
+FROM unnest(%(versions)s::uuid[], %(sources)s::text[], %(names)s::text[], %(types)s::text[]) AS x(v, s, n, m)
+WHERE v.doc_version_id = x.v AND v.source_sha256 IS NULL"""
 
 INSERT_MINHASH = """
 INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)

@@ -19,12 +19,14 @@ CREATE POLICY tenant_isolation ON originals USING (tenant_id = (SELECT ragd_tena
 GRANT SELECT, INSERT ON originals TO ragd_app;
 
 -- Which original a version was read from: its hash, the file's name and its media type. Versions stored before
--- this migration have none (`ragd reindex` skips them: there is nothing to read again).
+-- this migration have none until their file is ingested again (`ragd reindex` skips them: nothing to read again).
 ALTER TABLE document_versions ADD COLUMN source_sha256 text CHECK (source_sha256 ~ '^[0-9a-f]{64}$'),
                               ADD COLUMN source_name text,
                               ADD COLUMN media_type text;
 CREATE INDEX document_versions_source ON document_versions (tenant_id, source_sha256)
     WHERE source_sha256 IS NOT NULL;
+-- a version stored before this migration gets its original when the same content is ingested again from a file
+GRANT UPDATE (source_sha256, source_name, media_type) ON document_versions TO ragd_app;
 
 -- The originals of `shas` no version of the session's tenant comes from any more (its documents deleted): their
 -- rows are deleted, their hashes returned (so bytes kept outside the database are removed too).
