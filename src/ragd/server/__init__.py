@@ -388,7 +388,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.request_id
         for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
+            if name != "Content-Security-Policy" or request.url.path not in API_DOC_PAGES:
+                response.headers.setdefault(name, value)
         if REQUEST_LOG.isEnabledFor(logging.INFO):
             REQUEST_LOG.info(json.dumps({
                 "ts": log_timestamp(),
@@ -720,6 +721,9 @@ WEB = Path(__file__).resolve().parent.parent / "web"
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
                            "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "
                            "form-action 'self'; frame-ancestors 'none'")
+# FastAPI's own API documentation pages load Swagger UI / ReDoc from their CDN with an inline script: they keep
+# the other headers, not the page's policy (they show no tenant data)
+API_DOC_PAGES = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc"})
 SECURITY_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                     "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
