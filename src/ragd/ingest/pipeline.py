@@ -46,7 +46,6 @@ from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
 from ..ids import sha256_text
 from ..store import queries
-from ..store.originals import KEPT as ORIGINAL_KEPT
 from ..store.originals import media_type
 from ..store.originals import originals_for as original_files
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
@@ -726,7 +725,7 @@ def _keep_originals(conn: psycopg.Connection[Any], col: Collection, state: _RunS
         sha, kind = known
         if sha not in checked:
             checked.add(sha)
-            if conn.execute(ORIGINAL_KEPT, {"tenant_id": col.tenant, "sha256": sha}).fetchone() is None:
+            if conn.execute(queries.ORIGINAL_KEPT, {"tenant_id": col.tenant, "sha256": sha}).fetchone() is None:
                 try:
                     data = data if data is not None else path.read_bytes()
                 except OSError:

@@ -25,14 +25,11 @@ import psycopg
 
 from ..config import Settings
 from ..errors import ConfigError, NotFound, OriginalsUnavailable
+from .queries import ORIGINAL_FORGET as FORGET
+from .queries import ORIGINAL_INSERT as INSERT
+from .queries import ORIGINAL_SELECT as SELECT
 
-INSERT = """
-INSERT INTO originals (tenant_id, sha256, size, content) VALUES (%(tenant_id)s, %(sha256)s, %(size)s, %(content)s)
-ON CONFLICT DO NOTHING"""
 log = logging.getLogger("ragd.originals")
-KEPT = "SELECT 1 FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
-SELECT = "SELECT size, content FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
-FORGET = "SELECT ragd_forget_originals(%(shas)s)"
 
 # Media types by what the bytes start with, then by the name's extension (a fixed table: the system's
 # mime.types differs between machines).

@@ -753,3 +753,12 @@ REINDEX_SOURCES = """
 SELECT d.external_id, d.source_uri, d.tags, d.metadata, v.source_sha256, v.source_name
 FROM documents d JOIN document_versions v ON v.doc_id = d.doc_id AND v.is_active
 WHERE d.collection_id = %(collection_id)s ORDER BY d.external_id"""
+
+# -- original files (store/originals.py) ---------------------------------------------------------------
+
+ORIGINAL_INSERT = """
+INSERT INTO originals (tenant_id, sha256, size, content) VALUES (%(tenant_id)s, %(sha256)s, %(size)s, %(content)s)
+ON CONFLICT DO NOTHING"""
+ORIGINAL_KEPT = "SELECT 1 FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
+ORIGINAL_SELECT = "SELECT size, content FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
+ORIGINAL_FORGET = "SELECT ragd_forget_originals(%(shas)s)"
