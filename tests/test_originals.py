@@ -17,7 +17,7 @@ from PIL import Image
 import ragd
 from ragd import keys
 from ragd.config import Settings
-from ragd.errors import NotFound
+from ragd.errors import NotFound, OriginalsUnavailable
 from ragd.server import create_app
 
 from .conftest import SAMPLES
@@ -296,12 +296,15 @@ def test_originals_in_an_s3_compatible_store(settings: Settings, name: str, tmp_
                 col.original("r.pdf")
             col.delete("r.pdf")
             assert s3.list_objects_v2(Bucket="kept", Prefix=f"ragd/{tenant}/").get("KeyCount", 0) == 0
+            kept_tenant, _, _, _ = _one_pdf_kept(client, name, tmp_path, "orig-s3-kept-")
         finally:
             client.close()
         server.stop()
         stopped = ragd.connect(settings=settings.model_copy(update={"originals": "s3://kept/ragd",
                                                                     "s3_endpoint_url": endpoint}))
-        try:  # the store unreachable: ingest fails the item with a clear reason, nothing half-stored
+        try:  # the store unreachable: reads say so in one line; ingest fails the item, nothing half-stored
+            with pytest.raises(OriginalsUnavailable, match="cannot be reached"):
+                stopped.collection(name, tenant=kept_tenant).original("r.pdf")
             col = stopped.collection(name + "x", tenant="orig-s3-down-" + uuid.uuid4().hex[:6])
             report = col.ingest(uploads=[("down.pdf", report_pdf(tmp_path / "down.pdf"))])
             assert report.items[0].status == "failed" and "S3" in (report.items[0].reason or "")
