@@ -1,0 +1,193 @@
+"""Scale: ingest rate as a collection grows to a million chunks, table sizes, memory, and search latency per plan.
+
+    python bench/scale.py [--sizes 100000,300000,1000000] [--home DIR] [--queries 200] [--step 20000]
+
+Corpus: documents of real sentences (SciFact abstracts and SQuAD paragraphs, split into sentences and drawn again
+with a seeded generator per document: 2 to 9 sentences each, so the vocabulary and lengths follow real text and
+each document is about one chunk), the SciFact corpus itself first (so its judged queries measure quality at each
+size). Vectors come from the hashing embedder (384 dimensions, as the default model's), so the embedder is not
+the bottleneck. Document i is the same on every run: with --home the database is kept and a later run resumes the
+build where it stopped (or skips it).
+
+Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
+tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
+(vector, lexical, weighted, weighted+rerank), cold (each query's first run after the build) and warm (its second);
+HNSW recall@10 against exact search with the ef_search used; and SciFact's nDCG@10 (lexical, weighted) on the
+judged queries, which must hold as the collection grows around them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import re
+import time
+from pathlib import Path
+
+import psutil
+import psycopg
+from _common import DATA, SCIFACT, pct, private_ragd, scifact_docs
+
+from ragd.eval import metrics
+
+SPLIT = re.compile(r"(?<=[.!?])\s+")
+REAL = 5183  # SciFact's corpus, first
+
+
+def sentence_pool() -> list[str]:
+    pool = [s for d in scifact_docs() for s in SPLIT.split(str(d["text"])) if len(s.split()) >= 4]
+    squad = DATA / "qa" / "squad2" / "dev-v2.0-first16.json"
+    if squad.exists():
+        for article in json.loads(squad.read_text(encoding="utf-8"))["data"]:
+            for paragraph in article["paragraphs"]:
+                pool += [s for s in SPLIT.split(paragraph["context"]) if len(s.split()) >= 4]
+    return pool
+
+
+def documents(pool: list[str], start: int, stop: int) -> list[dict[str, object]]:
+    """Documents start..stop-1 (the same on every run)."""
+    real = scifact_docs() if start < REAL else []
+    out: list[dict[str, object]] = []
+    for i in range(start, stop):
+        if i < REAL:
+            d = real[i]
+            out.append({"id": f"scifact-{d['id']}", "title": d["title"], "text": d["text"]})
+            continue
+        rng = random.Random(i)
+        sentences = [pool[rng.randrange(len(pool))] for _ in range(rng.randint(2, 9))]
+        out.append({"id": f"gen-{i}", "title": " ".join(sentences[0].split()[:6]), "text": " ".join(sentences),
+                    "tags": [f"t{i % 100}"]})
+    return out
+
+
+def queries(pool: list[str], n: int) -> list[str]:
+    rng = random.Random(7)
+    out = []
+    for _ in range(n):
+        words = pool[rng.randrange(len(pool))].split()
+        take = rng.randint(3, 8)
+        at = rng.randrange(max(1, len(words) - take))
+        out.append(" ".join(words[at:at + take]))
+    return out
+
+
+def server_rss_mb(pgdata: Path) -> float:
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+        root = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 2**20
+    except (OSError, psutil.Error, ValueError):
+        return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100000,300000,1000000")
+    parser.add_argument("--home", type=Path, help="keep the database here; a later run resumes or skips the build")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--step", type=int, default=20000, help="documents per ingest call")
+    args = parser.parse_args()
+    pool = sentence_pool()
+    asked = queries(pool, args.queries)
+    judged = _judged()
+    with private_ragd("hash", args.home) as client:
+        col = client.collection("scale")
+        pgdata = client.settings.pgdata
+        server_peak = 0.0
+        print(f"sentence pool {len(pool)}; {len(asked)} queries; {len(judged[0])} judged SciFact queries; "
+              f"ef_search {client.settings.hnsw_ef_search}")
+        for size in [int(s) for s in args.sizes.split(",")]:
+            with client.store.admin() as conn:
+                have = conn.execute("SELECT count(*) FROM documents WHERE collection_id = %s",
+                                    (col.collection_id,)).fetchone()[0]
+            marks = []
+            began, at = time.perf_counter(), have
+            while have < size:
+                stop = min(size, have + args.step)
+                t = time.perf_counter()
+                report = col.ingest(documents=documents(pool, have, stop))
+                seconds = time.perf_counter() - t
+                marks.append((stop, (stop - have) / seconds, report.chunks))
+                have = stop
+                server_peak = max(server_peak, server_rss_mb(pgdata))
+                print(f"  built {have:>8} documents: {marks[-1][1]:7.0f} documents/s this step", flush=True)
+            if marks:
+                per_100k = _per_100k(marks)
+                print(f"build to {size}: {have - at} documents in {time.perf_counter() - began:.0f} s; "
+                      "documents/s per 100k: " + ", ".join(f"{k // 1000}k {v:.0f}" for k, v in per_100k))
+            gc.collect()
+            gc.freeze()
+            with psycopg.connect(client.store.url, autocommit=True) as conn:
+                conn.execute("VACUUM (ANALYZE)")
+            measure(client, col, size, asked, judged, pgdata)
+            server_peak = max(server_peak, server_rss_mb(pgdata))
+            print(f"peak RSS: client {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
+                  f"{server_peak:.0f} MB")
+
+
+def _per_100k(marks: list[tuple[int, float, int]]) -> list[tuple[int, float]]:
+    out: dict[int, list[float]] = {}
+    for stop, rate, _ in marks:
+        out.setdefault((stop - 1) // 100_000 * 100_000 + 100_000, []).append(rate)
+    return [(k, sum(v) / len(v)) for k, v in sorted(out.items())]
+
+
+def _judged() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """SciFact's judged test queries (id -> text) and their qrels (ids as this collection names them)."""
+    texts = {}
+    with open(SCIFACT / "queries.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            texts[rec["_id"]] = rec["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    with open(SCIFACT / "qrels" / "test.tsv", encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            q, d, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(q, {})[f"scifact-{d}"] = int(score)
+    return {q: texts[q] for q in sorted(qrels) if q in texts}, qrels
+
+
+def measure(client, col, size: int, asked: list[str], judged, pgdata: Path) -> None:  # type: ignore[no-untyped-def]
+    with client.store.admin() as conn:
+        chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
+                              (col.collection_id,)).fetchone()[0]
+        sizes = conn.execute(
+            "SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c "
+            "WHERE c.relname IN ('chunks', 'chunk_embeddings', 'lexical_postings', 'lexical_terms') "
+            "ORDER BY c.relname").fetchall()
+    print(f"\n== {size} documents, {chunks} active chunks")
+    print("sizes: " + "; ".join(f"{name} {t / 2**20:.0f} MB + indexes {i / 2**20:.0f} MB" for name, t, i in sizes))
+    plans = [("vector", {"fusion": "vector"}), ("lexical", {"fusion": "lexical"}),
+             ("weighted", {"fusion": "weighted"}), ("weighted+rerank", {"fusion": "weighted", "rerank": True})]
+    print(f"{'plan':<16} {'cold p50':>9} {'p95':>8} {'p99':>8} | {'warm p50':>9} {'p95':>8} {'p99':>8}  (ms)")
+    for name, plan in plans:
+        cold, warm = [], []
+        for sink in (cold, warm):
+            for q in asked if name != "weighted+rerank" else asked[:50]:
+                t = time.perf_counter()
+                col.search(q, k=10, **plan)
+                sink.append((time.perf_counter() - t) * 1000)
+        print(f"{name:<16} {pct(cold, 50):9.1f} {pct(cold, 95):8.1f} {pct(cold, 99):8.1f} | "
+              f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
+    overlap = []
+    for q in asked:
+        approx = {h.chunk_id for h in col.search(q, k=10, fusion="vector")}
+        exact = {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)}
+        overlap.append(len(approx & exact) / max(1, len(exact)))
+    print(f"HNSW recall@10 against exact search: {sum(overlap) / len(overlap):.4f} "
+          f"(ef_search {client.settings.hnsw_ef_search})")
+    texts, qrels = judged
+    for name in ("lexical", "weighted"):
+        runs: dict[str, list[str]] = {}
+        for qid, text in texts.items():  # documents in rank order (a document of several chunks once)
+            ranked = [str(h.external_id) for h in col.search(text, k=20, fusion=name)]
+            runs[qid] = list(dict.fromkeys(ranked))[:10]
+        score = metrics.evaluate(runs, qrels)["ndcg@10"]
+        print(f"SciFact nDCG@10 {name}: {score:.4f} ({len(texts)} judged queries)")
+
+
+if __name__ == "__main__":
+    main()
