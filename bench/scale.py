@@ -4,10 +4,11 @@
 
 Corpus: documents of real sentences (SciFact abstracts and SQuAD paragraphs, split into sentences and drawn again
 with a seeded generator per document: 2 to 9 sentences each, so the vocabulary and lengths follow real text and
-each document is about one chunk), the SciFact corpus itself first (so its judged queries measure quality at each
-size). Vectors come from the hashing embedder (384 dimensions, as the default model's), so the embedder is not
-the bottleneck. Document i is the same on every run: with --home the database is kept and a later run resumes the
-build where it stopped (or skips it).
+each document is about one chunk; the sentences of the documents SciFact's judged queries find relevant are not
+drawn), the SciFact corpus itself first (so its judged queries measure quality at each size). Vectors come from
+the hashing embedder (384 dimensions, as the default model's), so the embedder is not the bottleneck. Document i
+is the same on every run: with --home the database is kept and a later run resumes the build where it stopped
+(or skips it).
 
 Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
 tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
@@ -34,10 +35,16 @@ from ragd.eval import metrics
 
 SPLIT = re.compile(r"(?<=[.!?])\s+")
 REAL = 5183  # SciFact's corpus, first
+COLLECTION = "scale-v2"  # v2: the judged documents' sentences are not drawn (v1 drew them)
 
 
 def sentence_pool() -> list[str]:
-    pool = [s for d in scifact_docs() for s in SPLIT.split(str(d["text"])) if len(s.split()) >= 4]
+    """Sentences to draw documents from: SciFact's and SQuAD's, except those of the documents SciFact's judged
+    queries find relevant (a drawn document holding such a sentence would be a relevant document nobody judged,
+    and the quality check would count it as a miss)."""
+    judged = {d for rels in _judged()[1].values() for d in rels}
+    pool = [s for d in scifact_docs() if f"scifact-{d['id']}" not in judged
+            for s in SPLIT.split(str(d["text"])) if len(s.split()) >= 4]
     squad = DATA / "qa" / "squad2" / "dev-v2.0-first16.json"
     if squad.exists():
         for article in json.loads(squad.read_text(encoding="utf-8"))["data"]:
@@ -93,7 +100,7 @@ def main() -> None:
     asked = queries(pool, args.queries)
     judged = _judged()
     with private_ragd("hash", args.home) as client:
-        col = client.collection("scale")
+        col = client.collection(COLLECTION)
         pgdata = client.settings.pgdata
         server_peak = 0.0
         print(f"sentence pool {len(pool)}; {len(asked)} queries; {len(judged[0])} judged SciFact queries; "
