@@ -240,6 +240,16 @@ def test_delete_a_document_with_confirmation(page: Page, site: dict[str, Any]) -
     expect(page.locator('#documents tr[data-ref="doomed.md"]')).to_have_count(0)
     expect(page.locator("#notice")).to_contain_text("Deleted Doomed note")
     assert _api(site, "/v1/documents/doomed.md?collection=web").status_code == 404
+    # from a document's own page too: confirmed, it goes back to the list
+    site["client"].collection("web", tenant=site["a"]).ingest(
+        documents=[{"id": "doomed-2", "title": "Second doomed note", "text": "The old bike rack is gone."}])
+    page.goto(site["url"] + "/#/documents/doomed-2")
+    expect(page.locator("#doc-title")).to_have_text("Second doomed note")
+    page.click("#delete-doc")
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#documents")).to_be_visible()
+    expect(page.locator("#notice")).to_contain_text("Deleted Second doomed note")
+    assert _api(site, "/v1/documents/doomed-2?collection=web").status_code == 404
 
 
 def test_a_hostile_document_renders_inert(page: Page, site: dict[str, Any]) -> None:

@@ -35,17 +35,6 @@ class Rendered:
     quotes: tuple[tuple[int, int, int, int], ...]  # the quoted text's marks, in pixels
 
 
-def page_count(data: bytes, media_type: str) -> int:
-    if media_type == "application/pdf":
-        with _PDFIUM:
-            pdf = _open(data)
-            try:
-                return len(pdf)
-            finally:
-                pdf.close()
-    return 1
-
-
 def render_page(data: bytes, media_type: str, page: int, boxes: Sequence[Sequence[float]] = (),
                 quotes: Sequence[str] = ()) -> Rendered:
     """Page `page` (1-based) of a PDF or image file with `boxes` highlighted and `quotes` marked inside them."""
@@ -91,8 +80,7 @@ def _find_quotes(page: pdfium.PdfPage, height: float, quotes: Sequence[str],
     try:
         for quote in quotes:
             words = quote.split()
-            pieces = [" ".join(words)] if words else []
-            rects = _search(text, height, pieces[0], boxes) if pieces else []
+            rects = _search(text, height, " ".join(words), boxes)
             if not rects:  # not whole (a line break, a hyphen between its words): in pieces
                 pieces = [" ".join(words[i:i + _WINDOW]) for i in range(0, len(words), _WINDOW)]
                 rects = [r for piece in pieces if len(piece) >= 12 for r in _search(text, height, piece, boxes)]

@@ -811,12 +811,11 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         attach = [p for p in batch if p.original is not None and (p.unkept or p.action == "reactivate")]
         if attach:  # versions stored before originals were kept, read again from their file
             _keep_originals(conn, col, state, attach)
-            found = [p for p in attach if p.source is not None]
+            found = [(p.version_id, p.source) for p in attach if p.source is not None]
             if found:
                 conn.execute(queries.ATTACH_SOURCES, {
-                    "versions": [p.version_id for p in found], "sources": [p.source[0] for p in found if p.source],
-                    "names": [p.source[1] for p in found if p.source],
-                    "types": [p.source[2] for p in found if p.source]})
+                    "versions": [v for v, _ in found], "sources": [s[0] for _, s in found],
+                    "names": [s[1] for _, s in found], "types": [s[2] for _, s in found]})
         changing = [p.doc_id for p in stored if p.action != "labels"]
         activate = [_version(p) for p in stored if p.action != "labels"]
         signed = [p for p in batch if p.action == "new" and p.signature is not None]

@@ -120,6 +120,8 @@ register_url_convertor("docref", DocumentRef())
 Files = Annotated[list[UploadFile], File(description="One or more files, any supported format", min_length=1)]
 Ref = Annotated[str, PathParam(pattern=r"^[^\x00]+$", max_length=4096,
                                description="A document's external id or doc id")]
+VersionParam = Annotated[str | None, Query(max_length=128,
+                                          description="A version id or label (default: the active one)")]
 CollectionParam = Annotated[str | None, Query(pattern=NAME, max_length=128,
                                               description="The collection (default: RAGD_COLLECTION)")]
 
@@ -606,8 +608,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
              responses={**_errs(400, 401, 404, 429, 500, 503),
                         200: {"description": "The original file", "content": {"application/octet-stream": {}}}})
     def document_source(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
-                        version: Annotated[str | None, Query(max_length=128, description="A version id or label")]
-                        = None) -> Response:
+                        version: VersionParam = None) -> Response:
         """The original file a document (its active version, or `version`) was read from, as a download. It is
         never shown in place: an HTML or SVG original could run script in this origin."""
         col = r.collection(collection, tenant=who, create=False)
@@ -619,8 +620,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
 
     @app.get("/v1/documents/{ref:docref}/blocks", tags=["documents"], responses=_errs(400, 401, 404, 429, 500, 503))
     def document_blocks(ref: Ref, r: Rag, who: Tenant, collection: CollectionParam = None,
-                        version: Annotated[str | None, Query(max_length=128, description="A version id or label")]
-                        = None) -> dict[str, Any]:
+                        version: VersionParam = None) -> dict[str, Any]:
         """What extraction read from a document (its active version, or `version`): blocks in reading order, each
         {type, text, level, page, header, rows, meta}; tables keep their header and rows."""
         col = r.collection(collection, tenant=who, create=False)

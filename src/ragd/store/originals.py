@@ -46,7 +46,6 @@ _EXTENSIONS = {
     ".jsonl": "application/jsonl", ".ndjson": "application/jsonl", ".eml": "message/rfc822", ".xml": "application/xml",
     ".zip": "application/zip",
 }
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff", "image/gif", "image/bmp", "image/webp"})
 
 
 def media_type(name: str, head: bytes) -> str:
@@ -74,7 +73,6 @@ class Originals:
 
     def __init__(self, where: str, endpoint: str | None = None, region: str | None = None):
         where = where.strip()
-        self.where = where
         self.folder: Path | None = None
         self.bucket = self.prefix = ""
         self.endpoint = endpoint

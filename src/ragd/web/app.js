@@ -570,7 +570,8 @@ async function listDocuments(list, filters, offset) {
         h('td', { className: 'num' }, String(d.versions)), h('td', { className: 'num' }, bytes(d.size)),
         h('td', { className: 'num' }, String(d.chunk_count ?? '')), h('td', { className: 'small' }, when(d.updated_at)),
         h('td', {}, h('button', { type: 'button', className: 'quiet', 'aria-label': `Delete ${d.title || d.external_id}`,
-                                  onclick: () => deleteDocument(d).then(() => listDocuments(list, filters, offset)) },
+                                  onclick: () => deleteDocument(d).then(() => listDocuments(list, filters, offset))
+                                    .catch(failed) },
                       'Delete'))))))]);
   const pager = h('div', { className: 'row' });
   if (offset > 0) append(pager, [h('button', { type: 'button', className: 'quiet',
@@ -580,11 +581,13 @@ async function listDocuments(list, filters, offset) {
   append(list, [pager]);
 }
 
+/** Delete a document once the person confirms; whether it was deleted. */
 async function deleteDocument(d) {
   const name = d.title || d.external_id;
-  if (!await confirmDialog(`Delete “${name}” and every version of it? Searches stop finding it at once.`)) return;
+  if (!await confirmDialog(`Delete “${name}” and every version of it? Searches stop finding it at once.`)) return false;
   await api(withCollection(docPath(d.external_id)), { method: 'DELETE' });
   notice(`Deleted ${name}.`, true);
+  return true;
 }
 
 async function upload(fileList, runView, list) {
@@ -686,12 +689,8 @@ async function documentPage(view, ref) {
     h('div', { className: 'row' },
       active && active.source_sha256 ? h('button', { type: 'button', id: 'download',
         onclick: () => download(doc.external_id, active).catch(failed) }, 'Download original') : null,
-      h('button', { type: 'button', className: 'danger', id: 'delete-doc', onclick: async () => {
-        if (!await confirmDialog(`Delete “${doc.title || doc.external_id}” and every version of it?`)) return;
-        await api(withCollection(docPath(doc.external_id)), { method: 'DELETE' }).catch(failed);
-        notice(`Deleted ${doc.title || doc.external_id}.`, true);
-        location.hash = '#/documents';
-      } }, 'Delete')),
+      h('button', { type: 'button', className: 'danger', id: 'delete-doc', onclick: () => deleteDocument(doc)
+        .then((deleted) => { if (deleted) location.hash = '#/documents'; }).catch(failed) }, 'Delete')),
     keyValues({ id: doc.external_id, type: doc.source_type, tags: (doc.tags || []).join(', '),
                 source: doc.source_uri, ...doc.metadata }),
     h('h2', {}, 'Versions'),
