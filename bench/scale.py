@@ -163,7 +163,7 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path) -> N
                               (col.collection_id,)).fetchone()[0]
         sizes = conn.execute(
             "SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c "
-            "WHERE c.relname IN ('chunks', 'chunk_embeddings', 'lexical_postings', 'lexical_terms') "
+            "WHERE c.relname IN ('chunks', 'chunk_embeddings', 'lexical_blocks', 'lexical_terms') "
             "ORDER BY c.relname").fetchall()
     print(f"\n== {size} documents, {chunks} active chunks")
     print("sizes: " + "; ".join(f"{name} {t / 2**20:.0f} MB + indexes {i / 2**20:.0f} MB" for name, t, i in sizes))

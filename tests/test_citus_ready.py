@@ -82,7 +82,7 @@ def test_the_live_schema_shards_by_tenant(client: ragd.Ragd) -> None:
     assert set(REFERENCE | COORDINATOR) <= set(schema["tables"]), "a classified table no longer exists"
     assert problems(schema) == []
     distributed = [t for t in schema["tables"] if _kind(t) == "distributed"]
-    assert {"documents", "chunks", "chunk_embeddings", "lexical_postings", "ingestion_runs",
+    assert {"documents", "chunks", "chunk_embeddings", "lexical_blocks", "ingestion_runs",
             "ingestion_files"} <= set(distributed)
 
 

@@ -36,7 +36,7 @@ def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_pa
     # PostgreSQL's own plan (on 7 documents it may rightly scan instead of using HNSW: test_retrieve checks the
     # index on a collection large enough to need it)
     assert "Execution Time" in explained["legs"][0]["plan"] and "chunk_embeddings" in explained["legs"][0]["sql"]
-    assert "lexical_postings" in explained["legs"][1]["sql"]
+    assert "lexical_blocks" in explained["legs"][1]["sql"]
     human = ok(run_cli(["search", "lost laptop", "-c", name, "-k", "2"], cli_env)).stdout
     assert "security.txt" in human and "results in" in human
     again = ok(run_cli(["ingest", str(SAMPLES), "-c", name, "--tags", "demo,hr"], cli_env)).stdout

@@ -11,34 +11,61 @@ import pytest
 import ragd
 
 
+def live_postings(client: ragd.Ragd, col: ragd.Collection) -> tuple[dict[tuple[str, int], tuple[int, int]], int]:
+    """The blocks' postings of active chunks, as (term, ordinal) -> (tf, length), and how many postings of chunks no
+    longer active they still hold. A live posting written twice fails here."""
+    from ragd.store.blocks import decode
+
+    with client.store.tenant(col.tenant) as conn:
+        active = {r[0] for r in conn.execute("SELECT lex_ord FROM chunks WHERE collection_id = %s AND is_active",
+                                            (col.collection_id,))}
+        live: dict[tuple[str, int], tuple[int, int]] = {}
+        dead = 0
+        with conn.cursor(binary=True) as cur:
+            for term, o, t, n, first, last, max_tf, min_len in cur.execute(
+                    "SELECT term, ords, tfs, lens, first_ord, last_ord, max_tf, min_len FROM lexical_blocks "
+                    "WHERE collection_id = %s", (col.collection_id,)):
+                ords, tfs, lens = decode(o, t, n)
+                assert list(ords) == sorted(ords) and (ords[0], ords[-1]) == (first, last)
+                assert (tfs.max(), lens.min()) == (max_tf, min_len)  # the block-max bound's inputs
+                for ord_, tf, length in zip(ords.tolist(), tfs.tolist(), lens.tolist()):
+                    if ord_ in active:
+                        assert (term, ord_) not in live, (term, ord_)
+                        live[(term, ord_)] = (int(tf), int(length))
+                    else:
+                        dead += 1
+    return live, dead
+
+
 def lexical_stats_consistent(client: ragd.Ragd, col: ragd.Collection) -> None:
-    """The maintained BM25 statistics equal a recount over the active chunks; no posting or LSH band key outlives
-    its chunk or signature (neither table has a foreign key to clean up after it)."""
+    """The maintained BM25 statistics equal a recount over the active chunks' lexemes; the blocks hold each active
+    chunk's postings exactly once; no LSH band key outlives its signature (no foreign key cleans up after it)."""
     with client.store.tenant(col.tenant) as conn:
         stats = conn.execute("SELECT n_chunks, total_len FROM lexical_stats WHERE collection_id = %s",
                              (col.collection_id,)).fetchone()
-        recount = conn.execute(
-            "SELECT count(DISTINCT p.chunk_id), COALESCE(sum(p.tf), 0) FROM lexical_postings p "
-            "JOIN chunks c USING (chunk_id) WHERE c.collection_id = %s AND c.is_active", (col.collection_id,)
-        ).fetchone()
-        inactive_postings = conn.execute(
-            "SELECT count(*) FROM lexical_postings p JOIN chunks c USING (chunk_id) "
-            "WHERE c.collection_id = %s AND NOT c.is_active", (col.collection_id,)).fetchone()[0]
-        df_mismatch = conn.execute(
-            "SELECT count(*) FROM lexical_terms t FULL JOIN (SELECT term, count(*) AS n FROM lexical_postings "
-            "WHERE collection_id = %(c)s GROUP BY term) p ON p.term = t.term AND t.collection_id = %(c)s "
-            "WHERE (t.collection_id = %(c)s OR t.collection_id IS NULL) AND t.df IS DISTINCT FROM p.n",
-            {"c": col.collection_id}).fetchone()[0]
+        expected: dict[tuple[str, int], tuple[int, int]] = {}
+        lengths: dict[int, int] = {}
+        for ord_, term, tf in conn.execute(
+                "SELECT c.lex_ord, t.lexeme, COALESCE(cardinality(t.positions), 1) FROM chunks c "
+                "CROSS JOIN LATERAL unnest(c.lexemes) t WHERE c.collection_id = %s AND c.is_active",
+                (col.collection_id,)):
+            expected[(term, ord_)] = (tf, 0)
+            lengths[ord_] = lengths.get(ord_, 0) + tf
+        expected = {k: (tf, lengths[k[1]]) for k, (tf, _) in expected.items()}
+        dfs = dict(conn.execute("SELECT term, df FROM lexical_terms WHERE collection_id = %s AND df <> 0",
+                                (col.collection_id,)).fetchall())
         orphans = conn.execute(
-            "SELECT (SELECT count(*) FROM lexical_postings p WHERE p.collection_id = %(c)s "
-            "        AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = p.chunk_id)), "
-            "       (SELECT count(*) FROM document_minhash_bands b WHERE b.collection_id = %(c)s "
-            "        AND NOT EXISTS (SELECT 1 FROM document_minhash m WHERE m.doc_version_id = b.doc_version_id))",
-            {"c": col.collection_id}).fetchone()
-    assert tuple(orphans) == (0, 0)
-    assert tuple(stats) == tuple(recount)
-    assert inactive_postings == 0
-    assert df_mismatch == 0
+            "SELECT count(*) FROM document_minhash_bands b WHERE b.collection_id = %(c)s "
+            "AND NOT EXISTS (SELECT 1 FROM document_minhash m WHERE m.doc_version_id = b.doc_version_id)",
+            {"c": col.collection_id}).fetchone()[0]
+    live, _ = live_postings(client, col)
+    assert orphans == 0
+    assert tuple(stats) == (len(lengths), sum(lengths.values()))
+    assert live == expected
+    recount: dict[str, int] = {}
+    for term, _ in expected:
+        recount[term] = recount.get(term, 0) + 1
+    assert dfs == recount
 
 
 def ids_and_contents(col: ragd.Collection, query: str, **kw: Any) -> list[tuple[str, str]]:
@@ -83,6 +110,58 @@ def test_new_version_hides_the_old_one(client: ragd.Ragd, name: str) -> None:
     assert back.count("updated") == 1
     assert any("100 euros" in h.content for h in col.search("travel budget", k=5))
     lexical_stats_consistent(client, col)
+
+
+def test_replaced_deleted_and_reactivated_chunks_score_exactly_before_and_after_compaction(
+        client: ragd.Ragd, name: str) -> None:
+    """Postings of replaced and deleted documents stay in their blocks until compaction; search drops them (a chunk
+    re-activated gets a new ordinal, so its old postings never count twice) and equals a reference BM25 over the
+    active chunks before and after `compact`, which leaves full blocks of live postings only."""
+    from .test_retrieve import _active_lexemes, _query_terms, _reference_bm25
+
+    words = "amber basalt cobalt dune ember fjord garnet harbor indigo jasper kelp lichen".split()
+    docs = [{"id": f"d{i:03d}", "text": " ".join(words[(i * k) % 12] for k in range(1, 9)) + f" note{i % 7} item{i}."}
+            for i in range(300)]
+    col = client.collection(name)
+    for start in range(0, 300, 50):  # six runs: six blocks per common term
+        col.ingest(documents=docs[start:start + 50])
+    col.ingest(documents=[{**d, "text": d["text"] + " revised amber"} for d in docs[:60]])  # 60 replaced
+    col.ingest(documents=docs[:20])  # 20 of them back to their first version: re-activated, new ordinals
+    for d in docs[280:]:
+        col.delete(str(d["id"]))
+    live, dead = live_postings(client, col)
+    assert dead > 0  # the replaced and deleted versions' postings are still there
+    lexical_stats_consistent(client, col)
+
+    def top(query: str) -> list[tuple[object, float]]:
+        return [(h.chunk_id, h.lexical_score) for h in col.search(query, k=20, fusion="lexical")]
+
+    asked = ["amber revised note3", "cobalt fjord note1 amber amber", "lichen kelp"]
+    before = {q: top(q) for q in asked}
+    for q in asked:
+        expected = _reference_bm25(_active_lexemes(client, col), _query_terms(client, col, q))[:20]
+        assert [s for _, s in before[q]] == pytest.approx([s for _, s in expected], abs=1e-6), q
+        cut = expected[-1][1]
+        assert {c for c, s in before[q] if s > cut + 1e-6} == {c for c, s in expected if s > cut + 1e-6}, q
+    with client.store.tenant(col.tenant) as conn:
+        rows = conn.execute("SELECT count(*) FROM lexical_blocks WHERE collection_id = %s",
+                            (col.collection_id,)).fetchone()[0]
+    done = col.compact()
+    assert done["postings_dropped"] == dead and done["rows_before"] <= rows
+    assert done["rows_after"] < done["rows_before"]
+    after_live, after_dead = live_postings(client, col)
+    assert after_dead == 0 and after_live == live
+    with client.store.tenant(col.tenant) as conn:
+        dfs = dict(conn.execute("SELECT term, df FROM lexical_terms WHERE collection_id = %s",
+                                (col.collection_id,)).fetchall())
+        blocks = conn.execute("SELECT term, count(*), sum(n), max(n) FROM lexical_blocks WHERE collection_id = %s "
+                              "GROUP BY term", (col.collection_id,)).fetchall()
+    assert min(dfs.values()) > 0  # terms no active chunk holds are gone
+    for term, count, total, largest in blocks:  # full blocks: no more rows than the postings need
+        assert total == dfs[term] and count == -(-total // 128) and largest <= 128, term
+    assert {q: top(q) for q in asked} == before
+    lexical_stats_consistent(client, col)
+    assert col.compact() == {"terms": 0, "rows_before": 0, "rows_after": 0, "postings_dropped": 0}
 
 
 def test_delete_removes_from_retrieval_at_once(client: ragd.Ragd, name: str) -> None:

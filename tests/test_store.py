@@ -18,22 +18,21 @@ from .test_ingest import lexical_stats_consistent
 
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
-    "lexical_postings", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
+    "lexical_blocks", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
     "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache", "idempotency_keys",
     "ingestion_files", "originals", "evaluations",
 }
 
 
 _INDEXES = ("SELECT tablename, indexdef FROM pg_indexes "
-            "WHERE tablename IN ('lexical_postings', 'document_minhash_bands') ORDER BY 1, 2")
-# the postings' two btrees and the band keys' one, tenant first (migration 14), in a new or a migrated store
+            "WHERE tablename IN ('lexical_blocks', 'document_minhash_bands') ORDER BY 1, 2")
+# the postings' blocks keyed by term (migration 21) and the band keys' one btree, tenant first (migration 14), in a
+# new or a migrated store
 POSTING_AND_BAND_INDEXES = [
     ("document_minhash_bands", "CREATE UNIQUE INDEX document_minhash_bands_pkey ON public.document_minhash_bands "
      "USING btree (tenant_id, collection_id, band_key, doc_version_id)"),
-    ("lexical_postings", "CREATE INDEX lexical_postings_term ON public.lexical_postings USING btree "
-     "(collection_id, term) INCLUDE (chunk_id, tf, doc_len, tenant_id)"),
-    ("lexical_postings", "CREATE UNIQUE INDEX lexical_postings_pkey ON public.lexical_postings USING btree "
-     "(chunk_id, term, tenant_id) INCLUDE (tf, doc_len)")]
+    ("lexical_blocks", "CREATE UNIQUE INDEX lexical_blocks_pkey ON public.lexical_blocks USING btree "
+     "(collection_id, term, first_ord, tenant_id)")]
 
 
 def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, settings: Settings) -> None:
@@ -62,50 +61,96 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
-WRITES_NEED = (15, 17, 18, 19, 20)
+# Migration 20's layout of the BM25 postings, one row per (term, chunk) with migration 14's two btrees, rebuilt from a
+# store of today: the rows are what migration 20's activation statement wrote (the active chunks' lexemes, tf and
+# length per posting), and every object migration 21 adds is dropped again.
+BACK_TO_20 = """
+CREATE TABLE lexical_postings (
+    chunk_id uuid NOT NULL, term text NOT NULL, tenant_id text NOT NULL, collection_id uuid NOT NULL,
+    tf integer NOT NULL CHECK (tf > 0), doc_len integer NOT NULL CHECK (doc_len > 0),
+    PRIMARY KEY (chunk_id, term, tenant_id) INCLUDE (tf, doc_len));
+CREATE INDEX lexical_postings_term ON lexical_postings (collection_id, term) INCLUDE (chunk_id, tf, doc_len, tenant_id);
+ALTER TABLE lexical_postings ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON lexical_postings USING (tenant_id = (SELECT ragd_tenant()))
+    WITH CHECK (tenant_id = (SELECT ragd_tenant()));
+GRANT SELECT, INSERT ON lexical_postings TO ragd_app;
+INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
+SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
+FROM chunks c
+CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len FROM unnest(c.lexemes) u) l
+CROSS JOIN LATERAL unnest(c.lexemes) t
+WHERE c.is_active AND l.len > 0;
+CREATE FUNCTION ragd_delete_postings(versions uuid[], collection uuid) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+    DELETE FROM lexical_postings p USING chunks c
+    WHERE c.chunk_id = p.chunk_id AND c.doc_version_id = ANY(versions)
+      AND c.tenant_id = ragd_session_tenant() AND p.tenant_id = ragd_session_tenant();
+    DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = collection AND tenant_id = ragd_session_tenant();
+$$;
+DROP TABLE lexical_blocks;
+DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
+                                  integer[], bytea[], bytea[], bytea[]);
+ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
+DROP FUNCTION ragd_lexeme_count(tsvector);
+ALTER TABLE lexical_stats DROP COLUMN next_ord;
+DELETE FROM schema_migrations WHERE version = 21;
+"""
+# BM25 as migration 20's ragd ran it over every posting (its full scan): (external id, score), best first, ties
+# by (doc_id, chunk_index)
+OLD_BM25 = """
+WITH q AS (SELECT t.lexeme AS term, COALESCE(cardinality(t.positions), 1) AS qtf
+           FROM unnest(to_tsvector('english', %(query)s)) t),
+     s AS (SELECT n_chunks, total_len::float8 / n_chunks AS avg FROM lexical_stats WHERE collection_id = %(c)s),
+     w AS (SELECT lt.term, q.qtf * ln(1 + (s.n_chunks - lt.df + 0.5) / (lt.df + 0.5)) AS idf
+           FROM lexical_terms lt JOIN q ON q.term = lt.term, s WHERE lt.collection_id = %(c)s AND lt.df > 0)
+SELECT d.external_id,
+       round(sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (1 - 0.75 + 0.75 * p.doc_len / s.avg)))::numeric, 9)::float8
+FROM w JOIN lexical_postings p ON p.collection_id = %(c)s AND p.term = w.term CROSS JOIN s
+JOIN chunks c ON c.chunk_id = p.chunk_id JOIN documents d ON d.doc_id = c.doc_id
+GROUP BY d.external_id, c.doc_id, c.chunk_index ORDER BY 2 DESC, c.doc_id, c.chunk_index LIMIT 5"""
 
 
-@pytest.mark.parametrize("written_up_to", [12, 13])
-def test_a_store_written_before_migration_14_migrates_to_a_new_stores_indexes_and_answers_the_same(
-        fresh_database: str, settings: Settings, written_up_to: int) -> None:
-    """A store written before migration 14 (with two btrees per band key up to migration 12, with one per posting
-    and band key after 13) ends with a new store's indexes: the postings' two, the band keys' one, tenant first.
-    It keeps every row, answers the same searches, and still retires, deletes (band keys found from signatures)
-    and counts exactly."""
-    with psycopg.connect(fresh_database) as conn:  # the schema as it was, up to that migration
-        conn.execute(queries.CREATE_SCHEMA_MIGRATIONS)
-        for version, name, text in migrations():
-            # (this ragd's writes need migration 15's delete functions and locks and 17's item timings, which touch
-            # no index: applied too)
-            if version <= written_up_to or version in WRITES_NEED:
-                conn.execute(text.encode("utf-8"))
-                conn.execute(queries.RECORD_MIGRATION, {"version": version, "name": name})
-    store = Store(fresh_database, settings=settings, migrate=False)
+def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_answers_the_same(
+        fresh_database: str, settings: Settings) -> None:
+    """A store in migration 20's layout (one row per posting, with replaced and deleted documents' versions
+    stored) migrates to blocks: every posting kept, in blocks of at most 128 in ordinal order, each chunk with its
+    ordinal; searches answer as the old full scan did; and it still ingests, retires, deletes, compacts and counts
+    exactly afterwards, with a new store's indexes."""
+    store = Store(fresh_database, settings=settings)
     rag = Ragd(store, settings, None)
     try:
         col = rag.collection("upgraded")
         col.ingest(documents=[{"id": f"d{i}", "text": f"Report {i} on volcano ash, rainfall and crop yields. "
-                               f"Section {i} covers sample {i * 7}."} for i in range(12)])
+                               f"Section {i} covers sample {i * 7}."} for i in range(300)])
         col.ingest(documents=[{"id": "d3", "text": "Report 3 was withdrawn: volcano ash data under review."}])
-        queries_ = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review"]
-        before = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
+        col.delete("d8")
         with store.admin() as conn:
-            counts = conn.execute("SELECT (SELECT count(*) FROM lexical_postings), "
-                                  "(SELECT count(*) FROM document_minhash_bands)").fetchone()
-        assert store.migrate() == [v for v, _, _ in migrations() if v > written_up_to and v not in WRITES_NEED]
+            conn.execute(BACK_TO_20)
+            postings = conn.execute("SELECT count(*) FROM lexical_postings").fetchone()[0]
+            asked = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review", "report report 17"]
+            old = {q: conn.execute(OLD_BM25, {"query": q, "c": col.collection_id}).fetchall() for q in asked}
+        assert postings > 300 * 8 and all(old.values())
+        assert store.migrate() == [21]
         with store.admin() as conn:
-            assert conn.execute("SELECT (SELECT count(*) FROM lexical_postings), "
-                                "(SELECT count(*) FROM document_minhash_bands)").fetchone() == counts
-            indexes = conn.execute(_INDEXES).fetchall()
-        assert indexes == POSTING_AND_BAND_INDEXES
-        after = {q: [(h.external_id, h.score) for h in col.search(q, k=5, fusion="lexical")] for q in queries_}
-        assert after == before and all(before.values())
-        col.ingest(documents=[{"id": "d5", "text": "Report 5 replaced: rainfall only."}])  # a version retired
-        col.delete("d3")  # two versions' band keys, found from their signatures
-        assert {h.external_id for h in col.search("withdrawn review", k=5, fusion="lexical")} == set()
+            assert conn.execute("SELECT sum(n), max(n) FROM lexical_blocks").fetchone() == (postings, 128)
+            assert conn.execute("SELECT to_regclass('lexical_postings')").fetchone() == (None,)
+            assert conn.execute(_INDEXES).fetchall() == POSTING_AND_BAND_INDEXES
+            assert conn.execute("SELECT count(*) - count(DISTINCT (collection_id, lex_ord)), max(lex_ord) + 1 "
+                                "FROM chunks").fetchone() == \
+                conn.execute("SELECT 0, next_ord FROM lexical_stats WHERE collection_id = %s",
+                             (col.collection_id,)).fetchone()
+        for q in asked:
+            got = [(h.external_id, h.lexical_score) for h in col.search(q, k=5, fusion="lexical")]
+            assert [i for i, _ in got] == [i for i, _ in old[q]], q
+            assert [s for _, s in got] == pytest.approx([s for _, s in old[q]], abs=1e-9), q
         lexical_stats_consistent(rag, col)
-        with store.admin() as conn:
-            assert conn.execute("SELECT count(*) FROM document_minhash_bands").fetchone()[0] == (11 + 1) * 32
+        col.ingest(documents=[{"id": "d5", "text": "Report 5 replaced: rainfall only."},
+                              {"id": "new", "text": "A new report on volcano ash."}])
+        col.delete("d3")
+        assert {h.external_id for h in col.search("withdrawn review", k=5, fusion="lexical")} == set()
+        assert col.compact()["postings_dropped"] > 0
+        lexical_stats_consistent(rag, col)
+        assert col.search("new report volcano", k=1, fusion="lexical")[0].external_id == "new"
     finally:
         rag.close()
 

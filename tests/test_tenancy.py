@@ -26,7 +26,7 @@ def test_rls_hides_other_tenants_rows_from_raw_queries(client: ragd.Ragd, name: 
         assert conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = 'globex'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM documents WHERE external_id = 'b1'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM chunk_embeddings WHERE tenant_id = 'globex'").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM lexical_postings WHERE tenant_id = 'globex'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM lexical_blocks WHERE tenant_id = 'globex'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM collections WHERE tenant_id = 'globex'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM document_filter_values WHERE tenant_id = 'globex'").fetchone()[0] == 0
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -231,7 +231,7 @@ def test_what_a_session_leaves_behind_is_gone_before_its_connection_serves_again
 # -- a hostile tenant's locks (issue 29) ----------------------------------------------------------------------
 
 RAGD_TABLES = ("tenants", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
-               "lexical_postings", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
+               "lexical_blocks", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
                "document_minhash_bands", "embedding_cache", "ingestion_runs", "ingestion_items", "query_executions",
                "tenant_roles", "api_keys", "ragd_locks", "schema_migrations", "ragd_secret")
 
@@ -310,6 +310,39 @@ def test_a_tenant_deletes_through_ragd_only_its_own_rows(client: ragd.Ragd, two_
         conn.execute("SELECT ragd_delete_document(%s)", (victim_doc,))
     assert [d["external_id"] for d in two_tenants[1].documents()] == ["b1"]
     assert [h.external_id for h in two_tenants[1].search("payroll volcanoes", k=5)] == ["b1"]
+
+
+HAND_BLOCK = """
+INSERT INTO lexical_blocks (collection_id, term, first_ord, tenant_id, last_ord, n, max_tf, min_len, ords, tfs, lens)
+VALUES (%(c)s, %(term)s, -5, %(t)s, 2147483647, 3, 1, 1,
+        int4send(-5) || int4send(0) || int4send(2147483647),
+        int2send(0::int2) || int2send(-3::int2) || int2send(1::int2),
+        int4send(1) || int4send(-9) || int4send(1))"""
+
+
+def test_hand_written_blocks_fail_no_search_and_reach_no_other_tenant(client: ragd.Ragd, two_tenants: Any) -> None:
+    """A tenant may write BM25 blocks for itself through its SQL session, with any numbers in them (a negative or
+    huge ordinal, a zero or negative tf or length): its own searches still answer, without allocating by the
+    ordinal's size, and nothing it writes or replaces reaches another tenant's collection."""
+    mallory, victim = two_tenants
+    before = [(h.external_id, h.lexical_score) for h in victim.search("payroll volcanoes", k=5, fusion="lexical")]
+    with client.store.tenant("mallory") as conn:
+        for c in (mallory.collection_id, victim.collection_id):
+            conn.execute(HAND_BLOCK, {"c": c, "t": "mallory", "term": "payrol"})
+            conn.execute(HAND_BLOCK, {"c": c, "t": "mallory", "term": "rocket"})
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():  # row security
+            conn.execute(HAND_BLOCK, {"c": victim.collection_id, "t": "victim", "term": "volcano"})
+        # a compaction's replacement for the victim's collection deletes only the caller's own rows
+        conn.execute("SELECT ragd_replace_blocks(%s, ARRAY['payrol', 'volcano'], ARRAY[-5, 0], '{}', '{}', '{}', "
+                     "'{}', '{}', '{}', '{}', '{}', '{}')", (victim.collection_id,))
+    assert [(h.external_id, h.lexical_score) for h in victim.search("payroll volcanoes", k=5,
+                                                                  fusion="lexical")] == before
+    with client.store.tenant("victim") as conn:
+        assert conn.execute("SELECT count(*) FROM lexical_blocks WHERE tenant_id <> 'victim'").fetchone() == (0,)
+        assert conn.execute("SELECT sum(n) FROM lexical_blocks WHERE term = 'volcano'").fetchone() == (1,)
+    hits = mallory.search("rockets payroll", k=5, fusion="lexical")
+    assert [h.external_id for h in hits] == ["a1"] and all(np.isfinite(h.lexical_score) for h in hits)
+    assert victim.compact()["terms"] == 0  # nothing of mallory's is the victim's to compact
 
 
 def test_reading_as_an_unknown_tenant_creates_nothing(client: ragd.Ragd, base_url: str, name: str) -> None:

@@ -260,6 +260,22 @@ def reindex(collection: str | None, tenant: str | None, workers: int | None, as_
     _report_run(report, col.name, as_json)
 
 
+@main.command()
+@common
+@click.option("--json", "as_json", is_flag=True, help="Print what was rewritten as one JSON object.")
+@handle_errors
+def compact(collection: str | None, tenant: str | None, as_json: bool) -> None:
+    """Rewrite the collection's BM25 blocks that need it: postings of replaced or deleted documents dropped, each
+    term's small blocks (one per ingest batch) merged into full ones. Search answers the same throughout."""
+    col = open_collection(collection, tenant, None, create=False)
+    done = col.compact()
+    if as_json:
+        emit_json(done)
+    else:
+        out.print(f"compacted {done['terms']} terms of {col.name}: {done['rows_before']} blocks -> "
+                  f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped", markup=False)
+
+
 def _enqueue(col: Any, paths: list[str], tags: list[str], options: ExtractOptions, keep_duplicates: bool,
              near_duplicates: float | None, as_json: bool) -> None:
     """Queue the files as one run; while the tenant's queue is full, wait as long as it says and try again."""

@@ -62,7 +62,7 @@ from .retrieve.legs import (
     vector_leg,
     vector_sql,
 )
-from .store import Store, queries
+from .store import Store, blocks, queries
 from .store.originals import Original
 from .store.originals import originals_for as original_files
 from .store.postgres import check_name, check_tenant
@@ -671,6 +671,12 @@ class Collection:
             doc = dict(zip([d.name for d in cur.description or ()], row))
             doc["versions"] = rows_as_dicts(conn.execute(queries.DOCUMENT_VERSIONS, {"doc_id": doc["doc_id"]}))
             return doc
+
+    def compact(self) -> dict[str, int]:
+        """Rewrite the BM25 blocks that need it (postings of retired or deleted chunks dropped, a term's small
+        blocks merged into full ones), a page of terms per transaction; search answers the same throughout
+        (results are unchanged, so cached results stay valid)."""
+        return blocks.compact(lambda: self.store.tenant(self.tenant), self.collection_id).as_dict()
 
     def delete(self, ref: str) -> uuid.UUID:
         """Delete a document and all its versions; it leaves retrieval at once."""

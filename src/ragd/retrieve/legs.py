@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from ..store import queries
+from ..store import blocks, queries
 from ..types import Candidate, Filters
 
 BM25_K1 = 1.2
@@ -119,41 +119,32 @@ def vector_leg(
     return _ranked(hydrate(conn, scored), "vector", limit)
 
 
-FULL_SCAN_POSTINGS = 20_000  # below this many postings, score them all in one pass
-# MaxScore: the rarest terms, up to this many postings, are scored first for a threshold that decides which
-# terms are essential. Paired at 100k chunks (p50/p95 of plan + statement): 3,000 18.7/48.1 ms, 4,000 16.5/38.6,
-# 5,000 16.7/37.5, 8,000 18.8/40.9, 16,000 21.9/46.8.
-SEED_POSTINGS = 5_000
-FILTERED_FIRST = 20_000  # a filter matching at most this many chunks is scored from the chunks' side
-# MaxScore: the threshold inside the statement comes from the full scores of the PROBE_FACTOR x limit chunks
-# with the best essential sums. Measured at 100k chunks, paired per query (p95 of the SQL): 2x 54.9 ms,
-# 3x 52.9, 4x 46.5-47.0, 6x 55.2, 8x 54.9: fewer probes leave too many survivors, more cost more than they cut.
-PROBE_FACTOR = 4
-PROBE_COST = 16  # MaxScore: one key probe costs about as much as reading this many postings (paired: 3, 8, 16, 20, 40)
+# A filter matching at most this many chunks is applied before scoring (its chunks' ordinals read first); a wider
+# one is applied to the best-scored chunks as they are mapped back, until enough pass.
+FILTERED_FIRST = 100_000
+DENSE_ORDS = 1 << 22  # BM25 sums go in an array indexed by ordinal up to 4 x the postings read plus this many
 
 
 @dataclass(frozen=True)
 class LexicalPlan:
     """How the BM25 leg runs for one query, decided from the maintained term statistics."""
 
-    mode: str  # "empty" | "full" | "filtered" | "maxscore"
+    mode: str  # "empty" | "blocks" | "blocks, filter first" | "blocks, filter last"
     params: dict[str, Any]
-    statement: sql.Composed | None
+    statement: sql.Composed | None  # the statement reading the query's blocks
 
 
 def bm25_weights(rows: list[tuple[str, int, int, int, int]]) -> tuple[list[str], list[float], float]:
     """Terms (rarest first), their weights and the average chunk length, from (term, df, n_chunks, total_len,
     qtf). A term's weight is its idf times its count in the query: each occurrence adds its term score, as in
-    Lucene's BM25, so the MaxScore upper bounds (weight x (k1 + 1)) scale with the count too."""
+    Lucene's BM25."""
     n, total = rows[0][2], rows[0][3]
     idfs = [qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _, qtf in rows]
     return [r[0] for r in rows], idfs, max(total / n, 1.0) if n else 1.0
 
 
 def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int,
-                 filters: Filters, full_scan_postings: int = FULL_SCAN_POSTINGS, seed_postings: int = SEED_POSTINGS,
-                 filtered_first: int = FILTERED_FIRST, probe_cost: float = PROBE_COST,
-                 matching: int | None = None) -> LexicalPlan:
+                 filters: Filters, filtered_first: int = FILTERED_FIRST, matching: int | None = None) -> LexicalPlan:
     """How BM25 runs for this query. `matching` is the filtered count when the caller already has it (counted
     up to more than `filtered_first`)."""
     rows = conn.execute(queries.LEXICAL_TERM_STATS, {"query": query, "collection_id": collection_id}).fetchall()
@@ -162,49 +153,95 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     terms, idfs, avg_len = bm25_weights(rows)
     _, fparams = queries.filter_clause(filters)
     params: dict[str, Any] = {**fparams, "collection_id": collection_id, "terms": terms, "idfs": idfs,
-                              "avg_len": avg_len, "k1": BM25_K1, "b": BM25_B, "limit": limit}
+                              "avg_len": avg_len, "limit": limit}
+    mode = "blocks"
     if not filters.empty:
         if matching is None:
             matching = count_matching(conn, collection_id=collection_id, filters=filters, cap=filtered_first + 1)
-        if (matching or 0) <= filtered_first:
-            return LexicalPlan("filtered", params, queries.lexical_filtered_sql(filters))
-    dfs = [int(r[1]) for r in rows]
-    if sum(dfs) <= full_scan_postings or len(terms) == 1:
-        return LexicalPlan("full", params, queries.lexical_sql(filters))
-    seed = 1
-    while seed < len(terms) and sum(dfs[: seed + 1]) <= seed_postings:
-        seed += 1
-    found = conn.execute(queries.lexical_threshold_sql(filters),
-                         {**params, "terms": terms[:seed], "idfs": idfs[:seed], "offset": limit - 1}).fetchone()
-    theta = float(found[0]) if found else 0.0
-    # MaxScore: the commonest terms whose upper bounds sum below theta cannot lift a chunk into the top
-    # `limit` on their own, so only chunks holding one of the other (essential) terms are candidates.
-    bound, cut = 0.0, len(terms)
-    while cut > 1 and bound + idfs[cut - 1] * (BM25_K1 + 1) < theta:
-        cut -= 1
-        bound += idfs[cut] * (BM25_K1 + 1)
-    # Even when no term can be dropped, scoring through the partial-sum bound beats a plain full scan here.
-    # The survivors get the non-essential terms by key probes or by one scan, whichever the SQL finds cheaper.
-    per_term = {f"term{i}": t for i, t in enumerate(terms[:cut])} | {f"idf{i}": x for i, x in enumerate(idfs[:cut])}
-    # the non-essential terms, rarest first, each with the upper bound of the ones after it
-    after = bound
-    for j, i in enumerate(range(cut, len(terms))):
-        after -= idfs[i] * (BM25_K1 + 1)
-        per_term |= {f"rterm{j}": terms[i], f"ridf{j}": idfs[i], f"rdf{j}": dfs[i], f"rub{j}": max(after, 0.0)}
-    return LexicalPlan("maxscore", {**params, **per_term, "rest": terms[cut:],
-                                    "ub_rest": bound, "probe": PROBE_FACTOR * limit, "probe_cost": probe_cost},
-                       queries.lexical_maxscore_sql(filters, cut, len(terms) - cut))
+        mode = "blocks, filter first" if (matching or 0) <= filtered_first else "blocks, filter last"
+    return LexicalPlan(mode, params, sql.SQL(queries.LEXICAL_BLOCKS))  # type: ignore[arg-type]
+
+
+def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.ndarray, np.ndarray]:
+    """The ordinals holding any of the query's terms and their BM25 scores, rounded to 1e-9 so that summation
+    order cannot reorder ties. Postings of retired chunks are scored too: mapping ordinals back to active chunks
+    drops them. Terms are summed rarest first, blocks in ordinal order: the same sums every time."""
+    p = plan.params
+    weight = dict(zip(p["terms"], p["idfs"]))
+    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
+    with conn.cursor(binary=True) as cur:
+        for term, o, t, n in cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": p["collection_id"],
+                                                                  "terms": p["terms"]}):
+            by_term.setdefault(term, []).append((o, t, n))
+    parts_ord, parts_score = [], []
+    for term in p["terms"]:
+        if term not in by_term:
+            continue
+        rows = by_term[term]
+        ords, tf, length = blocks.decode(b"".join(r[0] for r in rows), b"".join(r[1] for r in rows),
+                                         b"".join(r[2] for r in rows))
+        parts_ord.append(ords)
+        parts_score.append(weight[term] * tf * (BM25_K1 + 1)
+                           / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / p["avg_len"])))
+    if not parts_ord:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ords, parts = np.concatenate(parts_ord), np.concatenate(parts_score)
+    # Rows a tenant wrote by hand through its own SQL session may hold anything: negative ordinals and parts
+    # that are not finite positive numbers are dropped, so they cannot fail the search or poison a sum.
+    sane = (ords >= 0) & np.isfinite(parts) & (parts > 0)
+    if not sane.all():
+        ords, parts = ords[sane], parts[sane]
+    if len(ords) and int(ords.max()) <= 4 * len(ords) + DENSE_ORDS:
+        # ordinals are dense from 0 (ragd hands them out): the sums go in an array indexed by ordinal
+        sums = np.bincount(ords, weights=parts)
+        found = np.flatnonzero(sums)
+        return found, np.round(sums[found], 9)
+    # ordinals far beyond the postings' count (written by hand): summed by sorting, not in an array that large
+    found, at = np.unique(ords, return_inverse=True)
+    return found, np.round(np.bincount(at, weights=parts), 9)
 
 
 def lexical_leg(
     conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int, filters: Filters,
-    matching: int | None = None,
+    matching: int | None = None, filtered_first: int = FILTERED_FIRST,
 ) -> list[Candidate]:
-    """Top `limit` by BM25 (k1 1.2, b 0.75) over the active chunks that pass the filters; exact in every mode."""
+    """Top `limit` by BM25 (k1 1.2, b 0.75) over the active chunks that pass the filters; exact: every posting of
+    the query's terms is scored, and the best are mapped back to active chunks until `limit` of them (and every
+    chunk tied with the last) are found."""
     plan = plan_lexical(conn, collection_id=collection_id, query=query, limit=limit, filters=filters,
-                        matching=matching)
+                        matching=matching, filtered_first=filtered_first)
     if plan.statement is None:
         return []
-    # unprepared: each query is planned with its own terms (a generic plan would guess their posting counts)
-    rows = conn.execute(plan.statement, plan.params, prepare=False).fetchall()
-    return _ranked([candidate((row[0], *row[2:]), row[1]) for row in rows], "lexical", limit)
+    ords, scores = bm25_scores(conn, plan)
+    if plan.mode == "blocks, filter first":
+        allowed = np.array([r[0] for r in conn.execute(queries.filtered_ords_sql(filters), plan.params)],
+                           dtype=np.int64)
+        keep = np.isin(ords, allowed, assume_unique=True)
+        ords, scores = ords[keep], scores[keep]
+    found = _best_active(conn, plan, filters, ords, scores, limit)
+    return _ranked(found, "lexical", limit)
+
+
+def _best_active(conn: psycopg.Connection[Any], plan: LexicalPlan, filters: Filters, ords: np.ndarray,
+                 scores: np.ndarray, limit: int) -> list[Candidate]:
+    """The active chunks passing the filters among the best-scored ordinals: at least `limit` of them and every
+    one scoring as much as the last, or all there are. Candidates are taken by score threshold (ties all in), the
+    threshold lowered fourfold while too few of them map to active chunks."""
+    statement = queries.chunks_by_ord_sql(filters)
+    found: list[Candidate] = []
+    seen = np.zeros(len(ords), dtype=bool)
+    take = limit + 10
+    while True:
+        if take >= len(ords):
+            pick = ~seen
+        else:
+            threshold = np.partition(scores, len(scores) - take)[len(scores) - take]
+            pick = (scores >= threshold) & ~seen
+        if pick.any():
+            score_of = dict(zip(ords[pick].tolist(), scores[pick].tolist()))
+            rows = conn.execute(statement, {**plan.params, "ords": sorted(score_of)}).fetchall()
+            found += [candidate(row[1:], score_of[row[0]]) for row in rows]
+            seen |= pick
+        if len(found) >= limit or take >= len(ords):
+            return found
+        take *= 4

@@ -215,15 +215,19 @@ ORDER BY d.external_id"""
 # the version (and retires the old one), so no other session sees them before that commits, and activation does
 # not rewrite every row (and re-insert it into every index, the HNSW graph included) a second time.
 INSERT_CHUNKS = """
+WITH base AS (  -- the chunks' BM25 ordinals, taken from the collection's counter (held to the end of the transaction)
+    UPDATE lexical_stats SET next_ord = next_ord + cardinality(%(chunk_ids)b::uuid[])
+    WHERE collection_id = %(collection_id)s RETURNING next_ord - cardinality(%(chunk_ids)b::uuid[]) AS first)
 INSERT INTO chunks (chunk_id, tenant_id, collection_id, doc_id, doc_version_id, chunk_index, heading_path,
-                    chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes, is_active)
+                    chunk_type, content, content_hash, token_count, tags, metadata, effective_at, lexemes, is_active,
+                    lex_ord)
 SELECT c, %(tenant_id)s, %(collection_id)s, d, v, i, hp::jsonb, ty, ct, ch, tc,
        ARRAY(SELECT jsonb_array_elements_text(g::jsonb)), m::jsonb, COALESCE(e::timestamptz, now()),
-       to_tsvector('english', st), true
+       to_tsvector('english', st), true, (SELECT first FROM base) + (n - 1)::integer
 FROM unnest(%(chunk_ids)b::uuid[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(indexes)b::int8[],
             %(heading_paths)b::text[], %(types)b::text[], %(contents)b::text[], %(hashes)b::text[], %(tokens)b::int[],
             %(tags)b::text[], %(metadata)b::text[], %(effective)b::text[], %(search_texts)b::text[])
-     AS x(c, d, v, i, hp, ty, ct, ch, tc, g, m, e, st)"""
+     WITH ORDINALITY AS x(c, d, v, i, hp, ty, ct, ch, tc, g, m, e, st, n)"""
 
 INSERT_EMBEDDINGS = """
 INSERT INTO chunk_embeddings (chunk_id, tenant_id, collection_id, embed_model, embedding, is_active)
@@ -246,20 +250,19 @@ SELECT d.doc_id, d.tenant_id, d.collection_id, 'metadata.' || m.key, m.value::te
 FROM documents d, jsonb_each(d.metadata) m WHERE d.doc_id = ANY(%(doc_ids)s)"""
 
 # Retiring and activating versions keeps chunks, embeddings and the BM25 statistics in step.
-# Each list runs in order, in the caller's transaction, for an array of version ids.
+# Each list runs in order, in the caller's transaction, for an array of version ids. A retired version's postings stay
+# in their blocks (lexical_blocks): search maps ordinals to active chunks only, and compaction drops them later.
 RETIRE_VERSIONS = [
     """UPDATE lexical_terms t SET df = t.df - x.n
-       FROM (SELECT p.collection_id, p.term, count(*) AS n FROM lexical_postings p
-             JOIN chunks c ON c.chunk_id = p.chunk_id
-             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY p.collection_id, p.term ORDER BY p.term) x
+       FROM (SELECT c.collection_id, u.lexeme AS term, count(*) AS n
+             FROM chunks c CROSS JOIN LATERAL unnest(c.lexemes) u
+             WHERE c.doc_version_id = ANY(%(versions)s) AND c.is_active AND c.lex_len > 0
+             GROUP BY c.collection_id, u.lexeme ORDER BY u.lexeme) x
        WHERE t.collection_id = x.collection_id AND t.term = x.term""",
     """UPDATE lexical_stats s SET n_chunks = s.n_chunks - x.n, total_len = s.total_len - x.len
-       FROM (SELECT c.collection_id, count(DISTINCT p.chunk_id) AS n,
-                    sum(p.tf) AS len FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id
-             WHERE c.doc_version_id = ANY(%(versions)s) GROUP BY c.collection_id) x
+       FROM (SELECT collection_id, count(*) AS n, sum(lex_len) AS len FROM chunks
+             WHERE doc_version_id = ANY(%(versions)s) AND is_active AND lex_len > 0 GROUP BY collection_id) x
        WHERE s.collection_id = x.collection_id""",
-    # the versions' postings, then the terms whose document frequency fell to 0
-    "SELECT ragd_delete_postings(%(versions)s::uuid[], %(collection_id)s)",
     """UPDATE chunk_embeddings e SET is_active = false FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND e.is_active""",
     "UPDATE chunks SET is_active = false WHERE doc_version_id = ANY(%(versions)s) AND is_active",
@@ -268,32 +271,40 @@ RETIRE_VERSIONS = [
 
 ACTIVATE_VERSIONS = [
     "UPDATE document_versions SET is_active = true WHERE doc_version_id = ANY(%(versions)s)",
-    # (a new version's rows are written active; these reactivate an earlier version's)
-    "UPDATE chunks SET is_active = true WHERE doc_version_id = ANY(%(versions)s) AND NOT is_active",
+    # (a new version's rows are written active, with their ordinals; these reactivate an earlier version's, under
+    # new ordinals: blocks may still hold the old ones, which map to no active chunk)
+    """WITH todo AS (SELECT chunk_id, (row_number() OVER (ORDER BY doc_version_id, chunk_index) - 1)::integer AS i
+                    FROM chunks WHERE doc_version_id = ANY(%(versions)s) AND NOT is_active),
+            base AS (UPDATE lexical_stats SET next_ord = next_ord + (SELECT count(*) FROM todo)
+                     WHERE collection_id = %(collection_id)s AND EXISTS (SELECT FROM todo)
+                     RETURNING next_ord - (SELECT count(*) FROM todo)::integer AS first)
+       UPDATE chunks c SET is_active = true, lex_ord = base.first + todo.i
+       FROM todo, base WHERE c.chunk_id = todo.chunk_id""",
     """UPDATE chunk_embeddings e SET is_active = true FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND NOT e.is_active""",
-    # the postings, then the document frequencies and length statistics from the rows just written (one
-    # statement: the new postings are not read back through their indexes)
+    # one block per term for the versions' chunks, then the document frequencies from the blocks just written and
+    # the length statistics from the chunks (one statement: the new rows are not read back through their index)
     """WITH posted AS (
-         INSERT INTO lexical_postings (chunk_id, term, tenant_id, collection_id, tf, doc_len)
-         SELECT c.chunk_id, t.lexeme, c.tenant_id, c.collection_id, COALESCE(cardinality(t.positions), 1), l.len
-         FROM chunks c
-         CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len
-                             FROM unnest(c.lexemes) u) l
-         CROSS JOIN LATERAL unnest(c.lexemes) t
-         WHERE c.doc_version_id = ANY(%(versions)s) AND l.len > 0
-         ORDER BY t.lexeme  -- inserted in term order, consecutive rows land on neighbouring (collection_id, term)
-                            -- index pages: a quarter less time than in chunk order
-         RETURNING collection_id, term, tenant_id, chunk_id, tf
+         INSERT INTO lexical_blocks (collection_id, term, first_ord, tenant_id, last_ord, n, max_tf, min_len, ords,
+                                     tfs, lens)
+         SELECT collection_id, term, min(ord), tenant_id, max(ord), count(*), max(tf), min(len),
+                string_agg(int4send(ord), ''::bytea ORDER BY ord),
+                string_agg(int2send(tf::smallint), ''::bytea ORDER BY ord),
+                string_agg(int4send(len), ''::bytea ORDER BY ord)
+         FROM (SELECT c.collection_id, c.tenant_id, t.lexeme AS term, c.lex_ord AS ord,
+                      COALESCE(cardinality(t.positions), 1) AS tf, c.lex_len AS len
+               FROM chunks c CROSS JOIN LATERAL unnest(c.lexemes) t
+               WHERE c.doc_version_id = ANY(%(versions)s) AND c.lex_len > 0) p
+         GROUP BY collection_id, term, tenant_id ORDER BY term
+         RETURNING collection_id, term, tenant_id, n
        ), counted AS (
          INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
-         SELECT collection_id, term, tenant_id, count(*) FROM posted
-         GROUP BY collection_id, term, tenant_id ORDER BY term
+         SELECT collection_id, term, tenant_id, n FROM posted ORDER BY term
          ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
        )
        UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
-       FROM (SELECT collection_id, count(DISTINCT chunk_id) AS n, sum(tf) AS len FROM posted
-             GROUP BY collection_id) x
+       FROM (SELECT collection_id, count(*) AS n, sum(lex_len) AS len FROM chunks
+             WHERE doc_version_id = ANY(%(versions)s) AND lex_len > 0 GROUP BY collection_id) x
        WHERE s.collection_id = x.collection_id""",
 ]
 
@@ -545,111 +556,49 @@ JOIN lexical_stats s ON s.collection_id = lt.collection_id
 WHERE lt.collection_id = %(collection_id)s AND lt.df > 0
 ORDER BY lt.df, lt.term"""
 
-# BM25 of one posting; %(k1)s, %(b)s and %(avg_len)s are parameters, w.idf comes from the query's terms (the
-# term's idf times its count in the query).
-_BM25 = ("w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / %(avg_len)s))")
-_WEIGHTS = "w AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf))"
-# Scores are rounded so that summation order cannot reorder ties; ties at the cut-off go by (doc_id, chunk_index).
-_RANKED = (
-    "top AS (SELECT score FROM scored ORDER BY score DESC LIMIT %(limit)s) "
-    # the rows come back ready to use (chunk_id, score, then CANDIDATE_COLUMNS' other columns): no second query
-    f"SELECT sc.chunk_id, sc.score, {_CANDIDATE_SELECT} "
-    f"FROM scored sc JOIN chunks c ON c.chunk_id = sc.chunk_id {_CANDIDATE_JOINS} "
-    "WHERE sc.score >= (SELECT min(score) FROM top) "
-    "ORDER BY sc.score DESC, c.doc_id, c.chunk_index LIMIT %(limit)s"
-)
+# A term's postings, block by block in ordinal order (read in binary: the packed arrays come back as bytes).
+LEXICAL_BLOCKS = """
+SELECT term, ords, tfs, lens FROM lexical_blocks
+WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
+ORDER BY term, first_ord"""
 
 
-def _filter_join(filters: Filters, posting: str = "p") -> sql.Composable:
-    if filters.empty:
-        return sql.SQL("")
+def chunks_by_ord_sql(filters: Filters) -> sql.Composed:
+    """The active chunks behind BM25 ordinals that pass the filters, ready to use (ordinal, then CANDIDATE_COLUMNS'
+    columns). An ordinal of a retired chunk, or of a chunk re-activated under another ordinal, finds no row."""
     where, _ = filter_clause(filters)
-    return sql.SQL("JOIN chunks c ON c.chunk_id = {}.chunk_id AND c.is_active AND {} ").format(
-        sql.Identifier(posting), where)
-
-
-def lexical_sql(filters: Filters) -> sql.Composed:
-    """BM25 over every posting of the query's terms (OR-ed): exact, for small posting totals."""
     return sql.SQL(
-        "WITH " + _WEIGHTS + ", "
-        "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
-        "           FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
-        "           {join}GROUP BY p.chunk_id), " + _RANKED
-    ).format(join=_filter_join(filters))
+        f"SELECT c.lex_ord, c.chunk_id, {_CANDIDATE_SELECT} FROM chunks c {_CANDIDATE_JOINS} "
+        "WHERE c.collection_id = %(collection_id)s AND c.lex_ord = ANY(%(ords)s::integer[]) AND c.is_active AND {}"
+    ).format(where)
 
 
-def lexical_threshold_sql(filters: Filters) -> sql.Composed:
-    """The k-th best partial BM25 score over the seed (rarest) terms: a lower bound of the k-th best full score."""
-    return sql.SQL(
-        "WITH " + _WEIGHTS + " "
-        "SELECT sum(" + _BM25 + ") AS score "
-        "FROM w JOIN lexical_postings p ON p.collection_id = %(collection_id)s AND p.term = w.term "
-        "{join}GROUP BY p.chunk_id ORDER BY score DESC OFFSET %(offset)s LIMIT 1"
-    ).format(join=_filter_join(filters))
-
-
-def lexical_maxscore_sql(filters: Filters, essential: int, rest: int) -> sql.Composed:
-    """Exact BM25 top-k with MaxScore pruning, in one statement.
-
-    Only chunks holding an essential term can reach the top k (the non-essential terms' upper bounds sum to
-    %(ub_rest)s, below the threshold). The essential postings are scanned and summed once (`ess`). The chunks
-    with the best partial sums get their full scores first; the k-th best of those real scores, theta, is a lower
-    bound of the k-th best score overall. Then the non-essential terms are added one at a time, rarest first,
-    and after each a chunk stays only while its partial score plus the upper bounds of the terms still to come
-    (%(rub<j>)s) reaches theta, so each term is looked up for fewer chunks than the one before. A term is looked
-    up by probing the (chunk_id, term) key per chunk or, when that would cost more (%(probe_cost)s postings read
-    per probe), by one pass over its %(rdf<j>)s postings joined by hash; both are planned and a one-time filter
-    on the chunk count runs only one."""
-    probes = ("COALESCE((SELECT sum(" + _BM25 + ") FROM lexical_postings p JOIN w ON w.term = p.term "
-              "WHERE p.chunk_id = t.chunk_id AND p.term = ANY(%(rest)s::text[])), 0)")
-    # One branch per essential term, its idf a parameter: the planner sees each term's real posting count
-    # (executed unprepared, so with the actual values) and sums the partial scores in a hash aggregate instead
-    # of sorting tens of thousands of uuids; 25-30% faster than one scan joined to the weights here.
-    branches = " UNION ALL ".join(
-        "SELECT p.chunk_id, " + _BM25.replace("w.idf", f"%(idf{i})s") + " AS s FROM lexical_postings p "
-        f"WHERE p.collection_id = %(collection_id)s AND p.term = %(term{i})s" for i in range(essential))
-    steps = []
-    for j in range(rest):
-        one = _BM25.replace("w.idf", f"%(ridf{j})s")
-        probe_wins = f"(SELECT count(*) FROM c{j}) * %(probe_cost)s <= %(rdf{j})s"
-        steps.append(
-            f"c{j + 1} AS MATERIALIZED (SELECT * FROM ("
-            f" SELECT c.chunk_id, c.s + COALESCE((SELECT {one} FROM lexical_postings p"
-            f"  WHERE p.chunk_id = c.chunk_id AND p.term = %(rterm{j})s), 0) AS s FROM c{j} c WHERE {probe_wins}"
-            # OFFSET 0 keeps the term's postings a scan: the planner, misjudging the chunk count, would probe
-            f" UNION ALL SELECT c.chunk_id, c.s + COALESCE(r.x, 0) FROM c{j} c LEFT JOIN"
-            f"  (SELECT p.chunk_id, {one} AS x FROM lexical_postings p WHERE p.collection_id = %(collection_id)s"
-            f"   AND p.term = %(rterm{j})s OFFSET 0) r ON r.chunk_id = c.chunk_id WHERE NOT ({probe_wins})) z"
-            f" WHERE z.s + %(rub{j})s >= (SELECT theta FROM bound)), ")
-    return sql.SQL(
-        "WITH " + _WEIGHTS + ", "
-        "ess AS MATERIALIZED (SELECT p.chunk_id, sum(p.s) AS se FROM (" + branches + ") p {join}"
-        "        GROUP BY p.chunk_id), "
-        "probe AS (SELECT t.chunk_id, t.se + " + probes + " AS s "
-        "          FROM (SELECT chunk_id, se FROM ess ORDER BY se DESC LIMIT %(probe)s) t), "
-        # theta less a margin well above float rounding: a few more candidates, never one too few
-        "bound AS (SELECT COALESCE((SELECT min(s) FROM (SELECT s FROM probe ORDER BY s DESC LIMIT %(limit)s) k "
-        "          HAVING count(*) >= %(limit)s), 0) - 1e-7 AS theta), "
-        "c0 AS MATERIALIZED (SELECT ess.chunk_id, ess.se AS s FROM ess "
-        "         WHERE ess.se + %(ub_rest)s >= (SELECT theta FROM bound)), "
-        + "".join(steps) +
-        f"scored AS (SELECT chunk_id, round(s::numeric, 9)::float8 AS score FROM c{rest}), " + _RANKED
-    ).format(join=_filter_join(filters))
-
-
-def lexical_filtered_sql(filters: Filters) -> sql.Composed:
-    """Full BM25 over a selective filter's chunks, reaching postings through the (chunk_id, term) key."""
+def filtered_ords_sql(filters: Filters) -> sql.Composed:
+    """The BM25 ordinals of the active chunks passing a (selective) filter."""
     where, _ = filter_clause(filters)
-    cand = sql.SQL(
-        # MATERIALIZED: start from the filtered chunks, whatever the planner guesses about the postings
-        "cand AS MATERIALIZED (SELECT c.chunk_id FROM chunks c WHERE c.collection_id = %(collection_id)s "
-        "AND c.is_active AND {}), ").format(where)
     return sql.SQL(
-        "WITH " + _WEIGHTS + ", {cand}"
-        "scored AS (SELECT p.chunk_id, round(sum(" + _BM25 + ")::numeric, 9)::float8 AS score "
-        "           FROM cand JOIN lexical_postings p ON p.chunk_id = cand.chunk_id "
-        "           AND p.term = ANY(%(terms)s::text[]) JOIN w ON w.term = p.term GROUP BY p.chunk_id), " + _RANKED
-    ).format(cand=cand)
+        "SELECT c.lex_ord FROM chunks c WHERE c.collection_id = %(collection_id)s AND c.is_active AND {}"
+    ).format(where)
+
+
+# Compaction: the terms whose blocks hold postings of chunks no longer active (their blocks hold more postings than
+# the term's document frequency) or more rows than full blocks would take, a page at a time in term order.
+TERMS_TO_COMPACT = """
+SELECT b.term FROM lexical_blocks b
+LEFT JOIN lexical_terms t ON t.collection_id = b.collection_id AND t.term = b.term
+WHERE b.collection_id = %(collection_id)s AND b.term > %(after)s
+GROUP BY b.term, t.df
+HAVING COALESCE(t.df, 0) <= 0 OR sum(b.n) > t.df OR count(*) > (t.df + %(block)s - 1) / %(block)s + %(slack)s
+ORDER BY b.term LIMIT %(limit)s"""
+BLOCKS_OF_TERMS = """
+SELECT term, first_ord, ords, tfs, lens FROM lexical_blocks
+WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[]) ORDER BY term, first_ord"""
+ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)s AND is_active"
+REPLACE_BLOCKS = """
+SELECT ragd_replace_blocks(%(collection_id)s, %(terms)s::text[], %(firsts)s::integer[], %(new_terms)s::text[],
+                           %(new_firsts)s::integer[], %(new_lasts)s::integer[], %(new_ns)s::integer[],
+                           %(new_max_tfs)s::integer[], %(new_min_lens)s::integer[], %(new_ords)s::bytea[],
+                           %(new_tfs)s::bytea[], %(new_lens)s::bytea[])"""
 
 # -- idempotency keys ----------------------------------------------------------------------------------
 

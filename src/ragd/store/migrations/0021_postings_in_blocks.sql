@@ -1,0 +1,97 @@
+-- BM25 postings in blocks (issue 34), as Lucene lays them out: many chunks per row, not one row per (term, chunk).
+--
+-- One row per posting cost two btree entries and a heap tuple for each of a chunk's ~60 terms: at 300k chunks the
+-- postings were two thirds of the store (5.9 GB) and their statement half of ingest's server time. Now:
+--   * each chunk has a dense ordinal per collection (chunks.lex_ord, from lexical_stats.next_ord) and its BM25 length
+--     (chunks.lex_len, generated from its lexemes: the same count the postings carried);
+--   * an ingest batch writes one lexical_blocks row per term it holds: the ordinals, term frequencies and lengths of
+--     its chunks holding the term, packed (big-endian int4 / int2 / int4, ordinals ascending), with the largest tf
+--     and smallest length for a block-max bound;
+--   * retiring a version leaves its postings in place: its chunks are no longer active, or were re-activated under
+--     new ordinals, so search drops them when it maps ordinals back to active chunks. Document frequencies and the
+--     collection's length statistics stay exact in the transaction that activates or retires a version, from the
+--     chunks' own lexemes;
+--   * compaction (ragd compact, and after ingest when a collection's blocks need it) rewrites a term's rows into
+--     full blocks of live postings, as segment merges do.
+-- Tenant isolation is unchanged: row security on tenant_id, tenant-scoped keys, no UPDATE or DELETE grant (blocks
+-- are replaced through a SECURITY DEFINER function that touches the session's tenant only).
+
+CREATE FUNCTION ragd_lexeme_count(tsvector) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(pg_catalog.sum(COALESCE(pg_catalog.cardinality(u.positions), 1)), 0)::integer
+    FROM pg_catalog.unnest($1) u
+$$;
+
+ALTER TABLE chunks ADD COLUMN lex_len integer GENERATED ALWAYS AS (ragd_lexeme_count(lexemes)) STORED,
+                   ADD COLUMN lex_ord integer;
+ALTER TABLE lexical_stats ADD COLUMN next_ord integer NOT NULL DEFAULT 0 CHECK (next_ord >= 0);
+
+-- every stored chunk gets its ordinal, per collection, in document order
+UPDATE chunks c SET lex_ord = o.ord
+FROM (SELECT chunk_id, (row_number() OVER (PARTITION BY collection_id
+                                           ORDER BY doc_id, doc_version_id, chunk_index) - 1)::integer AS ord
+      FROM chunks) o
+WHERE c.chunk_id = o.chunk_id;
+ALTER TABLE chunks ALTER COLUMN lex_ord SET NOT NULL;
+UPDATE lexical_stats s SET next_ord = COALESCE((SELECT max(c.lex_ord) + 1 FROM chunks c
+                                                 WHERE c.collection_id = s.collection_id), 0);
+CREATE UNIQUE INDEX chunks_lex_ord ON chunks (collection_id, lex_ord, tenant_id);
+GRANT UPDATE (lex_ord) ON chunks TO ragd_app;
+GRANT UPDATE (next_ord) ON lexical_stats TO ragd_app;
+
+CREATE TABLE lexical_blocks (
+    collection_id uuid NOT NULL,
+    term          text NOT NULL,
+    first_ord     integer NOT NULL,
+    tenant_id     text NOT NULL,
+    last_ord      integer NOT NULL,
+    n             integer NOT NULL CHECK (n > 0),
+    max_tf        integer NOT NULL CHECK (max_tf > 0),
+    min_len       integer NOT NULL CHECK (min_len > 0),
+    ords          bytea NOT NULL CHECK (length(ords) = 4 * n),
+    tfs           bytea NOT NULL CHECK (length(tfs) = 2 * n),
+    lens          bytea NOT NULL CHECK (length(lens) = 4 * n),
+    PRIMARY KEY (collection_id, term, first_ord, tenant_id)
+);
+REVOKE ALL ON lexical_blocks FROM PUBLIC;
+ALTER TABLE lexical_blocks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON lexical_blocks USING (tenant_id = (SELECT ragd_tenant()))
+    WITH CHECK (tenant_id = (SELECT ragd_tenant()));
+GRANT SELECT, INSERT ON lexical_blocks TO ragd_app;
+
+-- Today's postings, by term, in blocks of 128 ordinals.
+INSERT INTO lexical_blocks (collection_id, term, first_ord, tenant_id, last_ord, n, max_tf, min_len, ords, tfs, lens)
+SELECT collection_id, term, min(ord), tenant_id, max(ord), count(*), max(tf), min(len),
+       string_agg(int4send(ord), ''::bytea ORDER BY ord), string_agg(int2send(tf::smallint), ''::bytea ORDER BY ord),
+       string_agg(int4send(len), ''::bytea ORDER BY ord)
+FROM (SELECT p.collection_id, p.term, p.tenant_id, c.lex_ord AS ord, p.tf, p.doc_len AS len,
+             (row_number() OVER (PARTITION BY p.collection_id, p.term ORDER BY c.lex_ord) - 1) / 128 AS block
+      FROM lexical_postings p JOIN chunks c ON c.chunk_id = p.chunk_id) x
+GROUP BY collection_id, term, tenant_id, block;
+
+DROP FUNCTION ragd_delete_postings(uuid[], uuid);
+DROP TABLE lexical_postings;
+
+-- A compaction's result: the session tenant's blocks `(terms[i], firsts[i])` (the rows it read) give way to the
+-- rows given (unnest of the new_* arrays), and the terms no active chunk holds any more go.
+CREATE FUNCTION ragd_replace_blocks(collection uuid, terms text[], firsts integer[], new_terms text[],
+                                    new_firsts integer[], new_lasts integer[], new_ns integer[], new_max_tfs integer[],
+                                    new_min_lens integer[], new_ords bytea[], new_tfs bytea[], new_lens bytea[])
+RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+    DELETE FROM lexical_blocks b USING unnest(terms, firsts) AS x(term, first_ord)
+    WHERE b.tenant_id = ragd_session_tenant() AND b.collection_id = collection AND b.term = x.term
+      AND b.first_ord = x.first_ord;
+    INSERT INTO lexical_blocks (collection_id, term, first_ord, tenant_id, last_ord, n, max_tf, min_len, ords, tfs,
+                                lens)
+    SELECT collection, t, f, ragd_session_tenant(), l, n, m, ml, o, tf, ln
+    FROM unnest(new_terms, new_firsts, new_lasts, new_ns, new_max_tfs, new_min_lens, new_ords, new_tfs, new_lens)
+         AS x(t, f, l, n, m, ml, o, tf, ln)
+    WHERE ragd_session_tenant() IS NOT NULL;
+    DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = collection AND term = ANY(terms)
+      AND tenant_id = ragd_session_tenant();
+$$;
+REVOKE ALL ON FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[],
+                                           integer[], integer[], bytea[], bytea[], bytea[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[],
+                                              integer[], integer[], bytea[], bytea[], bytea[]) TO ragd_app;
