@@ -32,6 +32,8 @@ import psycopg
 from _common import DATA, SCIFACT, pct, private_ragd, scifact_docs
 
 from ragd.eval import metrics
+from ragd.retrieve.legs import vector_leg
+from ragd.types import Filters
 
 SPLIT = re.compile(r"(?<=[.!?])\s+")
 REAL = 5183  # SciFact's corpus, first
@@ -95,6 +97,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="keep the database here; a later run resumes or skips the build")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--step", type=int, default=20000, help="documents per ingest call")
+    parser.add_argument("--ef", default="40,100,200,400", help="HNSW ef_search values to measure recall@10 at")
     args = parser.parse_args()
     pool = sentence_pool()
     asked = queries(pool, args.queries)
@@ -126,9 +129,13 @@ def main() -> None:
                       "documents/s per 100k: " + ", ".join(f"{k // 1000}k {v:.0f}" for k, v in per_100k))
             gc.collect()
             gc.freeze()
+            t = time.perf_counter()
+            done = col.compact()
+            print(f"compact: {time.perf_counter() - t:.1f} s, {done['terms']} terms, blocks {done['rows_before']} -> "
+                  f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped")
             with psycopg.connect(client.store.url, autocommit=True) as conn:
                 conn.execute("VACUUM (ANALYZE)")
-            measure(client, col, size, asked, judged, pgdata)
+            measure(client, col, size, asked, judged, pgdata, [int(e) for e in args.ef.split(",")])
             server_peak = max(server_peak, server_rss_mb(pgdata))
             print(f"peak RSS: client {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
                   f"{server_peak:.0f} MB")
@@ -157,7 +164,8 @@ def _judged() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     return {q: texts[q] for q in sorted(qrels) if q in texts}, qrels
 
 
-def measure(client, col, size: int, asked: list[str], judged, pgdata: Path) -> None:  # type: ignore[no-untyped-def]
+def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # type: ignore[no-untyped-def]
+            efs: list[int]) -> None:
     with client.store.admin() as conn:
         chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
                               (col.collection_id,)).fetchone()[0]
@@ -179,13 +187,22 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path) -> N
                 sink.append((time.perf_counter() - t) * 1000)
         print(f"{name:<16} {pct(cold, 50):9.1f} {pct(cold, 95):8.1f} {pct(cold, 99):8.1f} | "
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
-    overlap = []
-    for q in asked:
-        approx = {h.chunk_id for h in col.search(q, k=10, fusion="vector")}
-        exact = {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)}
-        overlap.append(len(approx & exact) / max(1, len(exact)))
-    print(f"HNSW recall@10 against exact search: {sum(overlap) / len(overlap):.4f} "
-          f"(ef_search {client.settings.hnsw_ef_search})")
+    exact = {q: {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)} for q in asked}
+    qvecs = {q: col.embedder.embed_query(q) for q in asked}
+    for ef in efs:  # the vector leg's recall/latency curve (the leg alone, warm: each query run once before)
+        overlap, took = [], []
+        for q in asked:
+            for timed in (False, True):
+                with client.store.tenant(col.tenant) as conn:
+                    t = time.perf_counter()
+                    found = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
+                                       dims=col.dims, qvec=qvecs[q], limit=10, filters=Filters(), ef_search=ef,
+                                       exact_threshold=client.settings.exact_scan_threshold)
+                    if timed:
+                        took.append((time.perf_counter() - t) * 1000)
+            overlap.append(len({c.chunk_id for c in found} & exact[q]) / max(1, len(exact[q])))
+        print(f"HNSW ef_search {ef:>4}: recall@10 against exact search {sum(overlap) / len(overlap):.4f}, "
+              f"vector leg p50 {pct(took, 50):.1f} ms, p95 {pct(took, 95):.1f} ms")
     texts, qrels = judged
     for name in ("lexical", "weighted"):
         runs: dict[str, list[str]] = {}

@@ -41,6 +41,9 @@ def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_pa
     assert "security.txt" in human and "results in" in human
     again = ok(run_cli(["ingest", str(SAMPLES), "-c", name, "--tags", "demo,hr"], cli_env)).stdout
     assert "unchanged" in again
+    compacted = json.loads(ok(run_cli(["compact", "-c", name, "--json"], cli_env)).stdout)
+    assert compacted["terms"] == 0 and compacted["rows_before"] == compacted["rows_after"] == 0  # one batch
+    assert "compacted 0 terms" in ok(run_cli(["compact", "-c", name], cli_env)).stdout
     listing = json.loads(ok(run_cli(["documents", "list", "-c", name, "--json"], cli_env)).stdout)["documents"]
     assert len(listing) == 7
     shown = json.loads(ok(run_cli(["documents", "show", "faq-001", "-c", name, "--json"], cli_env)).stdout)

@@ -164,6 +164,42 @@ def test_replaced_deleted_and_reactivated_chunks_score_exactly_before_and_after_
     assert col.compact() == {"terms": 0, "rows_before": 0, "rows_after": 0, "postings_dropped": 0}
 
 
+def test_an_ingest_run_compacts_once_ingest_has_written_enough_blocks(settings: Any, name: str) -> None:
+    """Past `compact_after_blocks` blocks written since the last compaction, a run ends by compacting: each term
+    left with at most one partial block, the counter back to 0; below it, the blocks stay as written."""
+    client = ragd.connect(settings=settings.model_copy(update={"compact_after_blocks": 400}))
+    try:
+        col = client.collection(name)
+        words = "amber basalt cobalt dune ember fjord garnet harbor".split()
+
+        def blocks() -> tuple[int, int, int]:
+            with client.store.tenant(col.tenant) as conn:
+                return conn.execute(
+                    "SELECT (SELECT max(k) FROM (SELECT count(*) FILTER (WHERE n < 128) AS k FROM lexical_blocks "
+                    "WHERE collection_id = %(c)s GROUP BY term) x), count(*), "
+                    "(SELECT blocks_written FROM lexical_stats WHERE collection_id = %(c)s) "
+                    "FROM lexical_blocks WHERE collection_id = %(c)s", {"c": col.collection_id}).fetchone()
+
+        col.ingest(documents=[{"id": f"a{i}", "text": f"{words[i % 8]} {words[(i + 3) % 8]} item{i}."}
+                              for i in range(50)])
+        partial, rows, written = blocks()
+        assert written == rows < 400 and partial == 1  # one run, one batch: one block per term, not compacted
+        counts = []
+        for run in range(20):  # each run a batch of its own: another partial block for the common words
+            col.ingest(documents=[{"id": f"r{run}-{i}", "text": f"{words[i % 8]} {words[(i + run) % 8]} x{run}y{i}."}
+                                  for i in range(40)])
+            partial, rows, now = blocks()
+            counts.append((partial, now))
+            if now < written:
+                break
+            written = now
+        assert 2 <= len(counts) < 20, counts  # partial blocks piled up, then a run crossed the bound
+        assert counts[-2][0] >= 2 and counts[-2][1] < 400 and counts[-1] == (1, 0), counts
+        lexical_stats_consistent(client, col)
+    finally:
+        client.close()
+
+
 def test_delete_removes_from_retrieval_at_once(client: ragd.Ragd, name: str) -> None:
     col = client.collection(name)
     col.ingest(documents=[{"id": "keep", "text": "Quarterly revenue grew strongly."},

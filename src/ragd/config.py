@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     query_log: Literal["off", "stdout", "stderr"] = "off"
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     exact_scan_threshold: int = Field(default=5000, ge=0)
+    # an ingest run ends by compacting the collection's BM25 blocks once ingest has written this many since the last
+    # compaction (a batch writes one per term it holds; 0: only `ragd compact` compacts)
+    compact_after_blocks: int = Field(default=200_000, ge=0)
     max_file_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
     # Office files (zip) may not unpack to more than this; workbooks may not hold, merge or span more cells
     max_unzipped_bytes: int = Field(default=200 * 1024 * 1024, gt=0)

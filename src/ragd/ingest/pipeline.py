@@ -45,7 +45,7 @@ from ..ids import chunk_id as make_chunk_id
 from ..ids import doc_id as make_doc_id
 from ..ids import doc_version_id as make_version_id
 from ..ids import sha256_text
-from ..store import queries
+from ..store import blocks, queries
 from ..store.originals import media_type
 from ..store.originals import originals_for as original_files
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
@@ -1071,6 +1071,7 @@ def run_ingest(
         if state.pending:
             _flush_pending(col, state, started)
         _vector_index(col, state)
+        _compact_if_due(col, state)
     except BaseException as exc:
         stages.close()  # nothing writes while the run is closed as failed
         if part is not None:
@@ -1107,6 +1108,21 @@ def _vector_index(col: Collection, state: _RunState) -> None:
     except Exception as exc:  # of any kind: the documents are stored; only the index is missing
         state.warnings.append(storable(f"vector index not built ({str(exc).strip()}): searches scan this "
                                        "collection's vectors exactly until the next ingest builds it"))
+
+
+def _compact_if_due(col: Collection, state: _RunState) -> None:
+    """The collection's BM25 blocks compacted once ingest has written `compact_after_blocks` since the last
+    compaction (a partial block per term per batch adds up); if that fails, searches are exact without it."""
+    if not col.settings.compact_after_blocks:
+        return
+    try:
+        with col.store.tenant(col.tenant) as conn:
+            row = conn.execute(queries.BLOCKS_WRITTEN, {"collection_id": col.collection_id}).fetchone()
+        if row is not None and row[0] >= col.settings.compact_after_blocks:
+            blocks.compact(lambda: col.store.tenant(col.tenant), col.collection_id)
+    except Exception as exc:  # of any kind: the documents are stored and searched exactly either way
+        state.warnings.append(storable(f"BM25 blocks not compacted ({str(exc).strip()}): searches are exact "
+                                       "without it; the next run or `ragd compact` compacts them"))
 
 
 def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str,

@@ -52,25 +52,39 @@ def _blocks(term: str, ords: np.ndarray, tfs: np.ndarray, lens: np.ndarray) -> I
                o.astype(_ORD).tobytes(), t.astype(_TF).tobytes(), n.astype(_LEN).tobytes())
 
 
+def _dead(ords: np.ndarray, alive: np.ndarray) -> np.ndarray:
+    """Which ordinals are known dead: below the mask's end and not active in it (or negative: written by hand).
+    Ordinals at or past its end were handed out after it was read: kept."""
+    dead: np.ndarray = ords < 0
+    if len(alive):
+        dead |= (ords < len(alive)) & ~alive[np.clip(ords, 0, len(alive) - 1)]
+    return dead
+
+
 def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]]], collection_id: uuid.UUID, *,
             page: int = COMPACT_PAGE) -> Compacted:
-    """Rewrite the blocks of every term that needs it: postings of chunks no longer active dropped, the rest in
-    ordinal order in full blocks. A page of terms per transaction (`session()` opens one in the tenant's session);
-    rows written meanwhile by ingest are left as they are (only the rows read are replaced)."""
-    with session() as conn:
-        live = np.array([r[0] for r in conn.execute(queries.ACTIVE_ORDS, {"collection_id": collection_id})],
-                        dtype=np.int64)
-    # ordinals are never reused: one found dead now stays dead, so the snapshot above may only keep too many
-    alive = np.zeros(int(live.max()) + 1 if len(live) else 0, dtype=bool)
-    alive[live] = True
+    """Rewrite the blocks of every term that needs it: its partial blocks and the blocks holding postings of chunks
+    no longer active become full blocks of live postings in ordinal order; its full blocks of live postings stay as
+    they are (so a compaction writes about what ingest wrote since the last one). A page of terms per transaction
+    (`session()` opens one in the tenant's session), each holding the collection's statistics row: one compaction
+    at a time, and no version activated or retired while a page is rewritten."""
     terms = rows_before = rows_after = dropped = 0
     after = ""
+    alive: np.ndarray | None = None
     while True:
         with session() as conn:
+            row = conn.execute(queries.COMPACT_LOCK, {"collection_id": collection_id}).fetchone()
+            if row is None:
+                break
+            if alive is None:  # once: ordinals are never reused, so one found dead here stays dead
+                alive = np.zeros(int(row[0]), dtype=bool)
+                live = np.array([r[0] for r in conn.execute(queries.ACTIVE_ORDS, {"collection_id": collection_id})],
+                                dtype=np.int64)
+                alive[live[(live >= 0) & (live < len(alive))]] = True
             todo = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
-                "collection_id": collection_id, "after": after, "block": BLOCK, "slack": COMPACT_SLACK,
-                "limit": page})]
+                "collection_id": collection_id, "after": after, "block": BLOCK, "limit": page})]
             if not todo:
+                conn.execute(queries.COMPACTED, {"collection_id": collection_id})
                 break
             after = todo[-1]
             read: dict[str, list[tuple[int, bytes, bytes, bytes]]] = {}
@@ -82,23 +96,29 @@ def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]
             old_firsts: list[int] = []
             new: list[tuple[Any, ...]] = []
             for term in sorted(read):
-                rows = read[term]
-                old_terms += [term] * len(rows)
-                old_firsts += [first for first, *_ in rows]
-                ords, tfs, lens = decode(b"".join(r[1] for r in rows), b"".join(r[2] for r in rows),
-                                         b"".join(r[3] for r in rows))
-                keep = (ords < len(alive)) & alive[np.minimum(ords, max(len(alive) - 1, 0))] if len(alive) else \
-                    np.zeros(len(ords), dtype=bool)
-                dropped += int(len(ords) - keep.sum())
-                order = np.argsort(ords[keep], kind="stable")
-                new += list(_blocks(term, ords[keep][order], tfs[keep][order], lens[keep][order]))
+                pool, gone = [], 0
+                for first, o, t, n in read[term]:
+                    ords, tfs, lens = decode(o, t, n)
+                    dead = _dead(ords, alive)
+                    if len(ords) >= BLOCK and not dead.any():
+                        continue  # a full block of live postings stays
+                    gone += int(dead.sum())
+                    pool.append((first, ords[~dead], tfs[~dead], lens[~dead]))
+                if len(pool) < 2 and not gone:
+                    continue
+                old_terms += [term] * len(pool)
+                old_firsts += [p[0] for p in pool]
+                ords, tfs, lens = (np.concatenate([p[i] for p in pool]) for i in (1, 2, 3))
+                order = np.argsort(ords, kind="stable")
+                new += list(_blocks(term, ords[order], tfs[order], lens[order]))
+                dropped += gone
+                terms += 1
             conn.execute(queries.REPLACE_BLOCKS, {
                 "collection_id": collection_id, "terms": old_terms, "firsts": old_firsts,
                 "new_terms": [b[0] for b in new], "new_firsts": [b[1] for b in new], "new_lasts": [b[2] for b in new],
                 "new_ns": [b[3] for b in new], "new_max_tfs": [b[4] for b in new],
                 "new_min_lens": [b[5] for b in new], "new_ords": [b[6] for b in new],
                 "new_tfs": [b[7] for b in new], "new_lens": [b[8] for b in new]})
-            terms += len(read)
             rows_before += len(old_terms)
             rows_after += len(new)
     return Compacted(terms, rows_before, rows_after, dropped)

@@ -302,7 +302,8 @@ ACTIVATE_VERSIONS = [
          SELECT collection_id, term, tenant_id, n FROM posted ORDER BY term
          ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
        )
-       UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len
+       UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len,
+                                 blocks_written = s.blocks_written + (SELECT count(*) FROM posted)
        FROM (SELECT collection_id, count(*) AS n, sum(lex_len) AS len FROM chunks
              WHERE doc_version_id = ANY(%(versions)s) AND lex_len > 0 GROUP BY collection_id) x
        WHERE s.collection_id = x.collection_id""",
@@ -581,19 +582,24 @@ def filtered_ords_sql(filters: Filters) -> sql.Composed:
     ).format(where)
 
 
-# Compaction: the terms whose blocks hold postings of chunks no longer active (their blocks hold more postings than
-# the term's document frequency) or more rows than full blocks would take, a page at a time in term order.
+# Compaction, a page of terms per transaction: the collection's statistics row locked first (one compaction at a
+# time, and no activation in between), the ordinals below next_ord with the active ones among them, the terms whose
+# blocks hold postings of chunks no longer active (more postings than the term's document frequency) or more than
+# one partial block, and their blocks.
+COMPACT_LOCK = "SELECT next_ord FROM lexical_stats WHERE collection_id = %(collection_id)s FOR UPDATE"
+ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)s AND is_active"
 TERMS_TO_COMPACT = """
 SELECT b.term FROM lexical_blocks b
 LEFT JOIN lexical_terms t ON t.collection_id = b.collection_id AND t.term = b.term
 WHERE b.collection_id = %(collection_id)s AND b.term > %(after)s
 GROUP BY b.term, t.df
-HAVING COALESCE(t.df, 0) <= 0 OR sum(b.n) > t.df OR count(*) > (t.df + %(block)s - 1) / %(block)s + %(slack)s
+HAVING COALESCE(t.df, 0) <= 0 OR sum(b.n) > t.df OR count(*) FILTER (WHERE b.n < %(block)s) > 1
 ORDER BY b.term LIMIT %(limit)s"""
 BLOCKS_OF_TERMS = """
 SELECT term, first_ord, ords, tfs, lens FROM lexical_blocks
 WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[]) ORDER BY term, first_ord"""
-ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)s AND is_active"
+COMPACTED = "UPDATE lexical_stats SET blocks_written = 0 WHERE collection_id = %(collection_id)s"
+BLOCKS_WRITTEN = "SELECT blocks_written FROM lexical_stats WHERE collection_id = %(collection_id)s"
 REPLACE_BLOCKS = """
 SELECT ragd_replace_blocks(%(collection_id)s, %(terms)s::text[], %(firsts)s::integer[], %(new_terms)s::text[],
                            %(new_firsts)s::integer[], %(new_lasts)s::integer[], %(new_ns)s::integer[],

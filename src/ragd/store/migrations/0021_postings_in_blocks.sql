@@ -11,8 +11,9 @@
 --     new ordinals, so search drops them when it maps ordinals back to active chunks. Document frequencies and the
 --     collection's length statistics stay exact in the transaction that activates or retires a version, from the
 --     chunks' own lexemes;
---   * compaction (ragd compact, and after ingest when a collection's blocks need it) rewrites a term's rows into
---     full blocks of live postings, as segment merges do.
+--   * compaction (ragd compact, and after an ingest run once enough blocks were written) rewrites a term's partial
+--     blocks and those holding retired postings into full blocks of live postings, as segment merges do; full blocks
+--     of live postings stay as they are.
 -- Tenant isolation is unchanged: row security on tenant_id, tenant-scoped keys, no UPDATE or DELETE grant (blocks
 -- are replaced through a SECURITY DEFINER function that touches the session's tenant only).
 
@@ -24,7 +25,9 @@ $$;
 
 ALTER TABLE chunks ADD COLUMN lex_len integer GENERATED ALWAYS AS (ragd_lexeme_count(lexemes)) STORED,
                    ADD COLUMN lex_ord integer;
-ALTER TABLE lexical_stats ADD COLUMN next_ord integer NOT NULL DEFAULT 0 CHECK (next_ord >= 0);
+ALTER TABLE lexical_stats ADD COLUMN next_ord integer NOT NULL DEFAULT 0 CHECK (next_ord >= 0),
+                          -- blocks written by ingest since the last compaction (ingest compacts past a bound)
+                          ADD COLUMN blocks_written bigint NOT NULL DEFAULT 0;
 
 -- every stored chunk gets its ordinal, per collection, in document order
 UPDATE chunks c SET lex_ord = o.ord
@@ -37,7 +40,7 @@ UPDATE lexical_stats s SET next_ord = COALESCE((SELECT max(c.lex_ord) + 1 FROM c
                                                  WHERE c.collection_id = s.collection_id), 0);
 CREATE UNIQUE INDEX chunks_lex_ord ON chunks (collection_id, lex_ord, tenant_id);
 GRANT UPDATE (lex_ord) ON chunks TO ragd_app;
-GRANT UPDATE (next_ord) ON lexical_stats TO ragd_app;
+GRANT UPDATE (next_ord, blocks_written) ON lexical_stats TO ragd_app;
 
 CREATE TABLE lexical_blocks (
     collection_id uuid NOT NULL,
@@ -53,6 +56,11 @@ CREATE TABLE lexical_blocks (
     lens          bytea NOT NULL CHECK (length(lens) = 4 * n),
     PRIMARY KEY (collection_id, term, first_ord, tenant_id)
 );
+-- A block is read whole by every search for its term: kept in its heap row uncompressed (an ingest batch's block of
+-- up to 512 postings is ~5 kB), never compressed and never moved to TOAST below a page.
+ALTER TABLE lexical_blocks SET (toast_tuple_target = 8160);
+ALTER TABLE lexical_blocks ALTER COLUMN ords SET STORAGE EXTERNAL, ALTER COLUMN tfs SET STORAGE EXTERNAL,
+                           ALTER COLUMN lens SET STORAGE EXTERNAL;
 REVOKE ALL ON lexical_blocks FROM PUBLIC;
 ALTER TABLE lexical_blocks ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON lexical_blocks USING (tenant_id = (SELECT ragd_tenant()))
