@@ -33,6 +33,7 @@ from _common import DATA, SCIFACT, pct, private_ragd, scifact_docs
 
 from ragd.eval import metrics
 from ragd.retrieve.legs import vector_leg
+from ragd.store import queries as sql_text
 from ragd.types import Filters
 
 SPLIT = re.compile(r"(?<=[.!?])\s+")
@@ -98,6 +99,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--step", type=int, default=20000, help="documents per ingest call")
     parser.add_argument("--ef", default="40,100,200,400", help="HNSW ef_search values to measure recall@10 at")
+    parser.add_argument("--halfvec", action="store_true",
+                        help="also build a halfvec HNSW index over the same rows and measure it beside the float4 one")
     args = parser.parse_args()
     pool = sentence_pool()
     asked = queries(pool, args.queries)
@@ -135,7 +138,7 @@ def main() -> None:
                   f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped")
             with psycopg.connect(client.store.url, autocommit=True) as conn:
                 conn.execute("VACUUM (ANALYZE)")
-            measure(client, col, size, asked, judged, pgdata, [int(e) for e in args.ef.split(",")])
+            measure(client, col, size, asked, judged, pgdata, [int(e) for e in args.ef.split(",")], args.halfvec)
             server_peak = max(server_peak, server_rss_mb(pgdata))
             print(f"peak RSS: client {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
                   f"{server_peak:.0f} MB")
@@ -165,7 +168,7 @@ def _judged() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
 
 
 def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # type: ignore[no-untyped-def]
-            efs: list[int]) -> None:
+            efs: list[int], halfvec: bool) -> None:
     with client.store.admin() as conn:
         chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
                               (col.collection_id,)).fetchone()[0]
@@ -189,20 +192,36 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
     exact = {q: {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)} for q in asked}
     qvecs = {q: col.embedder.embed_query(q) for q in asked}
-    for ef in efs:  # the vector leg's recall/latency curve (the leg alone, warm: each query run once before)
-        overlap, took = [], []
-        for q in asked:
-            for timed in (False, True):
-                with client.store.tenant(col.tenant) as conn:
-                    t = time.perf_counter()
-                    found = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
-                                       dims=col.dims, qvec=qvecs[q], limit=10, filters=Filters(), ef_search=ef,
-                                       exact_threshold=client.settings.exact_scan_threshold)
-                    if timed:
-                        took.append((time.perf_counter() - t) * 1000)
-            overlap.append(len({c.chunk_id for c in found} & exact[q]) / max(1, len(exact[q])))
-        print(f"HNSW ef_search {ef:>4}: recall@10 against exact search {sum(overlap) / len(overlap):.4f}, "
-              f"vector leg p50 {pct(took, 50):.1f} ms, p95 {pct(took, 95):.1f} ms")
+    types = ["vector"]
+    if halfvec:  # a second index over the same rows at half precision (its own name; queries cast to match it)
+        name = f"scale_halfvec_{col.collection_id.hex[:16]}"
+        t = time.perf_counter()
+        with psycopg.connect(client.store.url, autocommit=True) as conn:
+            index = sql_text.create_hnsw_index(col.collection_id, col.embed_model, col.dims, "halfvec")
+            conn.execute(index.as_string(conn).replace(sql_text.hnsw_index_name(col.collection_id), name, 1))
+            built = time.perf_counter() - t
+            both = conn.execute("SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname IN (%s, %s) "
+                                "ORDER BY 1", (sql_text.hnsw_index_name(col.collection_id), name)).fetchall()
+        print(f"halfvec index built in {built:.0f} s; HNSW index sizes: "
+              + ", ".join(f"{'halfvec' if n == name else 'vector'} {b / 2**20:.0f} MB" for n, b in both))
+        types.append("halfvec")
+    for vector_type in types:
+        for ef in efs:  # the vector leg's recall/latency curve (the leg alone, warm: each query run once before)
+            overlap, took = [], []
+            for q in asked:
+                for timed in (False, True):
+                    with client.store.tenant(col.tenant) as conn:
+                        t = time.perf_counter()
+                        found = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
+                                           dims=col.dims, qvec=qvecs[q], limit=10, filters=Filters(), ef_search=ef,
+                                           exact_threshold=client.settings.exact_scan_threshold,
+                                           vector_type=vector_type)
+                        if timed:
+                            took.append((time.perf_counter() - t) * 1000)
+                overlap.append(len({c.chunk_id for c in found} & exact[q]) / max(1, len(exact[q])))
+            print(f"HNSW {vector_type:<7} ef_search {ef:>4}: recall@10 against exact search "
+                  f"{sum(overlap) / len(overlap):.4f}, vector leg p50 {pct(took, 50):.1f} ms, "
+                  f"p95 {pct(took, 95):.1f} ms")
     texts, qrels = judged
     for name in ("lexical", "weighted"):
         runs: dict[str, list[str]] = {}

@@ -88,6 +88,45 @@ def test_hnsw_recall_against_exact_search(big: ragd.Collection) -> None:
     assert found / total >= 0.9
 
 
+def test_a_halfvec_collection_walks_a_half_precision_index_and_scores_at_full_precision(
+        client: ragd.Ragd, settings: Settings, name: str) -> None:
+    """RAGD_VECTOR_TYPE=halfvec: the new collection's HNSW index is over embedding::halfvec(dims), its searches use
+    it (recall against exact search as with float4), every score is the full-precision cosine, and the choice is
+    pinned: a client configured otherwise opens the collection as it was made."""
+    from ragd.store import queries
+
+    half = ragd.connect(settings=settings.model_copy(update={"vector_type": "halfvec"}))
+    try:
+        col = half.collection(name)
+        assert col.ingest(documents=corpus(1200)).count("ingested") == 1200
+        assert col.vector_type == "halfvec"
+        with half.store.admin() as conn:
+            indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                    (queries.hnsw_index_name(col.collection_id),)).fetchone()[0]
+            conn.execute("ANALYZE chunk_embeddings")
+        assert "(embedding)::halfvec(384)" in indexdef and "halfvec_cosine_ops" in indexdef, indexdef
+        query, params = vector_sql(col.collection_id, col.embed_model, col.dims, Filters(), exact=False,
+                                   vector_type="halfvec")
+        with half.store.tenant(col.tenant) as conn:
+            conn.execute("SET LOCAL enable_sort = off")
+            plan = "\n".join(r[0] for r in conn.execute(b"EXPLAIN " + query.as_bytes(conn), {
+                **params, "qvec": col.embedder.embed_query("alpha bravo"), "limit": 50}))
+        assert "chunk_embeddings_hnsw_" in plan and "Index Scan" in plan, plan
+        found = total = 0
+        for q in ("kilo lima mike", "zulu item900", "alpha bravo", "echo golf hotel", "sierra tango"):
+            approx = {h.chunk_id: h.score for h in col.search(q, k=10, fusion="vector")}
+            exact = {h.chunk_id: h.score for h in col.search(q, k=10, fusion="vector", exact=True)}
+            found, total = found + len(approx.keys() & exact.keys()), total + len(exact)
+            for chunk in approx.keys() & exact.keys():  # full precision: the exact scan's score to 1e-9
+                assert approx[chunk] == pytest.approx(exact[chunk], abs=1e-9)
+        assert found / total >= 0.9
+    finally:
+        half.close()
+    assert client.collection(name).vector_type == "halfvec"  # pinned
+    assert client.collection(name + "f").vector_type == "vector"  # this client's default for new ones
+    assert {c["name"]: c["vector_type"] for c in client.collections()}[name] == "halfvec"
+
+
 def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
     hits = big.search("item42", k=5, fusion="rrf")
     assert hits[0].external_id == "d0042"

@@ -937,9 +937,9 @@ def collections_list(tenant: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"collections": items})
         return
-    print_table(("name", "model", "dims", "documents", "chunks", "created"),
-                ((c["name"], c["embed_model"], str(c["embed_dims"]), str(c["documents"]), str(c["chunks"]),
-                  c["created_at"].strftime("%Y-%m-%d %H:%M:%S")) for c in items))
+    print_table(("name", "model", "dims", "index", "documents", "chunks", "created"),
+                ((c["name"], c["embed_model"], str(c["embed_dims"]), c["vector_type"], str(c["documents"]),
+                  str(c["chunks"]), c["created_at"].strftime("%Y-%m-%d %H:%M:%S")) for c in items))
 
 
 # -- API keys and the server --------------------------------------------------------------------------

@@ -200,7 +200,8 @@ class Ragd:
         stored = row["chunk_policy"] or {}
         col_policy = ChunkPolicy(**{k: int(v) for k, v in stored.items() if k in ChunkPolicy.__dataclass_fields__})
         return Collection(self, tenant=tenant, name=name, collection_id=row["collection_id"],
-                          embed_model=model, dims=dims, embedder=embedder, policy=col_policy)
+                          embed_model=model, dims=dims, embedder=embedder, policy=col_policy,
+                          vector_type=str(row.get("vector_type") or "vector"))
 
     def run(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of the tenant, in any collection, with every item."""
@@ -276,7 +277,8 @@ class Ragd:
         with self.store.admin() as conn:
             conn.execute(queries.CREATE_COLLECTION, {
                 "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
-                "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict())})
+                "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict()),
+                "vector_type": self.settings.vector_type})
             conn.execute(queries.INIT_LEXICAL_STATS, {"collection_id": cid, "tenant_id": tenant})
 
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
@@ -337,6 +339,7 @@ class Collection:
     dims: int
     embedder: Embedder
     policy: ChunkPolicy
+    vector_type: str = "vector"  # the HNSW index's precision: vector (float4) or halfvec (pinned at creation)
 
     @property
     def store(self) -> Store:
@@ -372,7 +375,8 @@ class Collection:
                     return False  # another process is building it
                 if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
                     conn.execute(queries.drop_hnsw_index(self.collection_id))
-                conn.execute(queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims))
+                conn.execute(queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims,
+                                                       self.vector_type))
         return True
 
     def write_artifacts(self, versions: Sequence[tuple[uuid.UUID, ExtractedDocument]]) -> dict[uuid.UUID, str]:
@@ -549,7 +553,8 @@ class Collection:
                                                limit=full.k_vec + 10, ef_search=self.settings.hnsw_ef_search,
                                                exact_threshold=self.settings.exact_scan_threshold,
                                                force_exact=full.exact, matching=matching)
-                stmt, params = vector_sql(self.collection_id, self.embed_model, self.dims, full.filters, exact=exact)
+                stmt, params = vector_sql(self.collection_id, self.embed_model, self.dims, full.filters, exact=exact,
+                                          vector_type=self.vector_type)
                 params = {**params, "collection_id": self.collection_id, "embed_model": self.embed_model,
                           "qvec": qvec, "limit": full.k_vec + 10}
                 out.append(_explain(conn, "vector (exact)" if exact else "vector (hnsw)", stmt, params, analyze))
@@ -850,7 +855,7 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
                                    dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
                                    ef_search=col.settings.hnsw_ef_search,
                                    exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact,
-                                   matching=matching))
+                                   matching=matching, vector_type=col.vector_type))
             clock.lap("vector")
         if plan.fusion != "vector":
             legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,

@@ -44,12 +44,13 @@ def _ranked(cands: list[Candidate], leg: str, limit: int) -> list[Candidate]:
 
 
 def vector_sql(
-    collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters, *, exact: bool
+    collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters, *, exact: bool,
+    vector_type: str = "vector",
 ) -> tuple[sql.Composed, dict[str, Any]]:
     _, fparams = queries.filter_clause(filters)
     if exact:
         return queries.vector_exact_sql(filters), fparams
-    return queries.vector_index_sql(collection_id, embed_model, dims, filters), fparams
+    return queries.vector_index_sql(collection_id, embed_model, dims, filters, vector_type), fparams
 
 
 def count_matching(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, filters: Filters,
@@ -97,6 +98,7 @@ def vector_leg(
     exact_threshold: int,
     force_exact: bool = False,
     matching: int | None = None,
+    vector_type: str = "vector",
 ) -> list[Candidate]:
     """Top `limit` by cosine similarity among active chunks that pass the filters.
 
@@ -110,7 +112,7 @@ def vector_leg(
     exact, matching = prepare_vector_scan(conn, collection_id=collection_id, filters=filters, limit=overfetch,
                                           ef_search=ef_search, exact_threshold=exact_threshold,
                                           force_exact=force_exact, matching=matching)
-    query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact)
+    query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact, vector_type=vector_type)
     rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     if not exact and matching is not None and len(rows) < min(overfetch, matching):
         query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=True)

@@ -68,8 +68,9 @@ INSERT INTO tenants (tenant_id, name) VALUES (%(tenant_id)s, %(tenant_id)s)
 ON CONFLICT (tenant_id) DO NOTHING"""
 
 CREATE_COLLECTION = """
-INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy)
-VALUES (%(collection_id)s, %(tenant_id)s, %(name)s, %(embed_model)s, %(embed_dims)s, %(chunk_policy)s)
+INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, vector_type)
+VALUES (%(collection_id)s, %(tenant_id)s, %(name)s, %(embed_model)s, %(embed_dims)s, %(chunk_policy)s,
+        %(vector_type)s)
 ON CONFLICT (tenant_id, name) DO NOTHING"""
 
 INIT_LEXICAL_STATS = """
@@ -77,11 +78,11 @@ INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%(collection_id)s, 
 ON CONFLICT (collection_id, tenant_id) DO NOTHING"""
 
 GET_COLLECTION = """
-SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at
+SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at, vector_type
 FROM collections WHERE name = %(name)s"""
 
 LIST_COLLECTIONS = """
-SELECT c.name, c.embed_model, c.embed_dims, c.created_at,
+SELECT c.name, c.embed_model, c.embed_dims, c.vector_type, c.created_at,
        (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS documents,
        (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks,
        (SELECT coalesce(sum(k.token_count), 0) FROM chunks k
@@ -100,19 +101,29 @@ def hnsw_index_name(collection_id: uuid.UUID) -> str:
     return f"chunk_embeddings_hnsw_{collection_id.hex[:16]}"
 
 
-def _index_literals(collection_id: uuid.UUID, embed_model: str, dims: int) -> dict[str, sql.Composable]:
+VECTOR_TYPES = {"vector": "vector_cosine_ops", "halfvec": "halfvec_cosine_ops"}
+
+
+def _index_literals(collection_id: uuid.UUID, embed_model: str, dims: int,
+                    vector_type: str = "vector") -> dict[str, sql.Composable]:
     """The partial HNSW index's predicate and cast as literals: a query must repeat them to match the index."""
-    return {"dims": sql.Literal(int(dims)), "cid": sql.Literal(str(collection_id)), "model": sql.Literal(embed_model)}
+    if vector_type not in VECTOR_TYPES:
+        raise ValueError(f"unknown vector type {vector_type!r}")
+    return {"dims": sql.Literal(int(dims)), "cid": sql.Literal(str(collection_id)), "model": sql.Literal(embed_model),
+            "type": sql.SQL(vector_type), "ops": sql.SQL(VECTOR_TYPES[vector_type])}
 
 
-def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int) -> sql.Composed:
-    """A partial HNSW cosine index over one collection's active embeddings, at its dimensions. Built
-    concurrently (outside a transaction): other tenants keep writing to chunk_embeddings while it builds."""
+def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int,
+                      vector_type: str = "vector") -> sql.Composed:
+    """A partial HNSW cosine index over one collection's active embeddings, at its dimensions and precision
+    (`halfvec`: the vectors cast to half precision). Built concurrently (outside a transaction): other tenants keep
+    writing to chunk_embeddings while it builds."""
     return sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunk_embeddings "
-        "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+        "USING hnsw ((embedding::{type}({dims})) {ops}) WITH (m = 16, ef_construction = 64) "
         "WHERE collection_id = {cid} AND embed_model = {model} AND is_active"
-    ).format(name=sql.Identifier(hnsw_index_name(collection_id)), **_index_literals(collection_id, embed_model, dims))
+    ).format(name=sql.Identifier(hnsw_index_name(collection_id)),
+             **_index_literals(collection_id, embed_model, dims, vector_type))
 
 
 def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
@@ -505,8 +516,10 @@ def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, d
     return sql.SQL(" AND ").join(parts), params
 
 
-def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters) -> sql.Composed:
-    """Top-k through the collection's partial HNSW index (its predicate is repeated literally)."""
+def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters,
+                     vector_type: str = "vector") -> sql.Composed:
+    """Top-k through the collection's partial HNSW index (its predicate and cast repeated literally); the score is
+    the full-precision cosine of the stored vector whatever precision the index walks at."""
     where, _ = filter_clause(filters)
     join = sql.SQL("") if filters.empty else sql.SQL(
         "JOIN chunks c ON c.chunk_id = e.chunk_id AND c.is_active AND {where} ").format(where=where)
@@ -514,8 +527,8 @@ def vector_index_sql(collection_id: uuid.UUID, embed_model: str, dims: int, filt
         "SELECT e.chunk_id, 1 - (e.embedding::vector({dims}) <=> %(qvec)s::vector({dims})) AS score "
         "FROM chunk_embeddings e {join}"
         "WHERE e.collection_id = {cid} AND e.embed_model = {model} AND e.is_active "
-        "ORDER BY e.embedding::vector({dims}) <=> %(qvec)s::vector({dims}) LIMIT %(limit)s"
-    ).format(join=join, **_index_literals(collection_id, embed_model, dims))
+        "ORDER BY e.embedding::{type}({dims}) <=> %(qvec)s::{type}({dims}) LIMIT %(limit)s"
+    ).format(join=join, **_index_literals(collection_id, embed_model, dims, vector_type))
 
 
 def vector_exact_sql(filters: Filters) -> sql.Composed:
