@@ -92,7 +92,7 @@ DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], in
                                   integer[], bytea[], bytea[], bytea[]);
 ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
 DROP FUNCTION ragd_lexeme_count(tsvector);
-ALTER TABLE lexical_stats DROP COLUMN next_ord;
+ALTER TABLE lexical_stats DROP COLUMN next_ord, DROP COLUMN blocks_written;
 DELETE FROM schema_migrations WHERE version = 21;
 """
 # BM25 as migration 20's ragd ran it over every posting (its full scan): (external id, score), best first, ties

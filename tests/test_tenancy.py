@@ -339,7 +339,8 @@ def test_hand_written_blocks_fail_no_search_and_reach_no_other_tenant(client: ra
                                                                   fusion="lexical")] == before
     with client.store.tenant("victim") as conn:
         assert conn.execute("SELECT count(*) FROM lexical_blocks WHERE tenant_id <> 'victim'").fetchone() == (0,)
-        assert conn.execute("SELECT sum(n) FROM lexical_blocks WHERE term = 'volcano'").fetchone() == (1,)
+        assert conn.execute("SELECT sum(n) FROM lexical_blocks WHERE term = 'volcano' AND collection_id = %s",
+                            (victim.collection_id,)).fetchone() == (1,)
     hits = mallory.search("rockets payroll", k=5, fusion="lexical")
     assert [h.external_id for h in hits] == ["a1"] and all(np.isfinite(h.lexical_score) for h in hits)
     assert victim.compact()["terms"] == 0  # nothing of mallory's is the victim's to compact
