@@ -91,7 +91,6 @@ DROP TABLE lexical_blocks;
 DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
                                   integer[], bytea[], bytea[], bytea[]);
 ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
-DROP FUNCTION ragd_lexeme_count(tsvector);
 ALTER TABLE lexical_stats DROP COLUMN next_ord, DROP COLUMN blocks_written;
 DELETE FROM schema_migrations WHERE version = 21;
 """

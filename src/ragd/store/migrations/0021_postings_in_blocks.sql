@@ -3,7 +3,7 @@
 -- One row per posting cost two btree entries and a heap tuple for each of a chunk's ~60 terms: at 300k chunks the
 -- postings were two thirds of the store (5.9 GB) and their statement half of ingest's server time. Now:
 --   * each chunk has a dense ordinal per collection (chunks.lex_ord, from lexical_stats.next_ord) and its BM25 length
---     (chunks.lex_len, generated from its lexemes: the same count the postings carried);
+--     (chunks.lex_len, counted from its lexemes when it is written: the same count the postings carried);
 --   * an ingest batch writes one lexical_blocks row per term it holds: the ordinals, term frequencies and lengths of
 --     its chunks holding the term, packed (big-endian int4 / int2 / int4, ordinals ascending), with the largest tf
 --     and smallest length for a block-max bound;
@@ -17,29 +17,25 @@
 -- Tenant isolation is unchanged: row security on tenant_id, tenant-scoped keys, no UPDATE or DELETE grant (blocks
 -- are replaced through a SECURITY DEFINER function that touches the session's tenant only).
 
-CREATE FUNCTION ragd_lexeme_count(tsvector) RETURNS integer
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT COALESCE(pg_catalog.sum(COALESCE(pg_catalog.cardinality(u.positions), 1)), 0)::integer
-    FROM pg_catalog.unnest($1) u
-$$;
-
-ALTER TABLE chunks ADD COLUMN lex_len integer GENERATED ALWAYS AS (ragd_lexeme_count(lexemes)) STORED,
-                   ADD COLUMN lex_ord integer;
+ALTER TABLE chunks ADD COLUMN lex_len integer, ADD COLUMN lex_ord integer;
 ALTER TABLE lexical_stats ADD COLUMN next_ord integer NOT NULL DEFAULT 0 CHECK (next_ord >= 0),
                           -- blocks written by ingest since the last compaction (ingest compacts past a bound)
                           ADD COLUMN blocks_written bigint NOT NULL DEFAULT 0;
 
--- every stored chunk gets its ordinal, per collection, in document order
-UPDATE chunks c SET lex_ord = o.ord
+-- every stored chunk gets its length and its ordinal, per collection, in document order
+UPDATE chunks c SET lex_ord = o.ord,
+                    lex_len = (SELECT COALESCE(sum(COALESCE(cardinality(u.positions), 1)), 0)::integer
+                               FROM unnest(c.lexemes) u)
 FROM (SELECT chunk_id, (row_number() OVER (PARTITION BY collection_id
                                            ORDER BY doc_id, doc_version_id, chunk_index) - 1)::integer AS ord
       FROM chunks) o
 WHERE c.chunk_id = o.chunk_id;
-ALTER TABLE chunks ALTER COLUMN lex_ord SET NOT NULL;
+ALTER TABLE chunks ALTER COLUMN lex_ord SET NOT NULL, ALTER COLUMN lex_len SET NOT NULL,
+                   ADD CONSTRAINT chunks_lex_len CHECK (lex_len >= 0);
 UPDATE lexical_stats s SET next_ord = COALESCE((SELECT max(c.lex_ord) + 1 FROM chunks c
                                                  WHERE c.collection_id = s.collection_id), 0);
 CREATE UNIQUE INDEX chunks_lex_ord ON chunks (collection_id, lex_ord, tenant_id);
-GRANT UPDATE (lex_ord) ON chunks TO ragd_app;
+GRANT UPDATE (lex_ord, lex_len) ON chunks TO ragd_app;
 GRANT UPDATE (next_ord, blocks_written) ON lexical_stats TO ragd_app;
 
 CREATE TABLE lexical_blocks (
