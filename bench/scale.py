@@ -222,6 +222,9 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
             print(f"HNSW {vector_type:<7} ef_search {ef:>4}: recall@10 against exact search "
                   f"{sum(overlap) / len(overlap):.4f}, vector leg p50 {pct(took, 50):.1f} ms, "
                   f"p95 {pct(took, 95):.1f} ms")
+    if halfvec:  # gone again: every later insert would update both graphs
+        with psycopg.connect(client.store.url, autocommit=True) as conn:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
     texts, qrels = judged
     for name in ("lexical", "weighted"):
         runs: dict[str, list[str]] = {}
