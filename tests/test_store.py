@@ -63,7 +63,8 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
 
 # Migration 20's layout of the BM25 postings, one row per (term, chunk) with migration 14's two btrees, rebuilt from a
 # store of today: the rows are what migration 20's activation statement wrote (the active chunks' lexemes, tf and
-# length per posting), and every object migration 21 adds is dropped again.
+# length per posting), its delete function as migration 15 wrote it, and every object migration 21 adds is dropped
+# again.
 BACK_TO_20 = """
 CREATE TABLE lexical_postings (
     chunk_id uuid NOT NULL, term text NOT NULL, tenant_id text NOT NULL, collection_id uuid NOT NULL,
@@ -80,13 +81,8 @@ FROM chunks c
 CROSS JOIN LATERAL (SELECT sum(COALESCE(cardinality(u.positions), 1))::int AS len FROM unnest(c.lexemes) u) l
 CROSS JOIN LATERAL unnest(c.lexemes) t
 WHERE c.is_active AND l.len > 0;
-CREATE FUNCTION ragd_delete_postings(versions uuid[], collection uuid) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
-    DELETE FROM lexical_postings p USING chunks c
-    WHERE c.chunk_id = p.chunk_id AND c.doc_version_id = ANY(versions)
-      AND c.tenant_id = ragd_session_tenant() AND p.tenant_id = ragd_session_tenant();
-    DELETE FROM lexical_terms WHERE df <= 0 AND collection_id = collection AND tenant_id = ragd_session_tenant();
-$$;
+{delete_postings}
+GRANT EXECUTE ON FUNCTION ragd_delete_postings(uuid[], uuid) TO ragd_app;
 DROP TABLE lexical_blocks;
 DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
                                   integer[], bytea[], bytea[], bytea[]);
@@ -94,6 +90,13 @@ ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
 ALTER TABLE lexical_stats DROP COLUMN next_ord, DROP COLUMN blocks_written;
 DELETE FROM schema_migrations WHERE version = 21;
 """
+
+
+def back_to_20() -> str:
+    fifteen = next(text for version, _, text in migrations() if version == 15)
+    found = re.search(r"CREATE FUNCTION ragd_delete_postings\(.*?\n\$\$;", fifteen, re.S)
+    assert found is not None
+    return BACK_TO_20.replace("{delete_postings}", found.group(0))
 # BM25 as migration 20's ragd ran it over every posting (its full scan): (external id, score), best first, ties
 # by (doc_id, chunk_index)
 OLD_BM25 = """
@@ -124,7 +127,7 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
         col.ingest(documents=[{"id": "d3", "text": "Report 3 was withdrawn: volcano ash data under review."}])
         col.delete("d8")
         with store.admin() as conn:
-            conn.execute(BACK_TO_20)
+            conn.execute(back_to_20())
             postings = conn.execute("SELECT count(*) FROM lexical_postings").fetchone()[0]
             asked = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review", "report report 17"]
             old = {q: conn.execute(OLD_BM25, {"query": q, "c": col.collection_id}).fetchall() for q in asked}

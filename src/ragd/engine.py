@@ -681,7 +681,7 @@ class Collection:
         """Rewrite the BM25 blocks that need it (postings of retired or deleted chunks dropped, a term's small
         blocks merged into full ones), a page of terms per transaction; search answers the same throughout
         (results are unchanged, so cached results stay valid)."""
-        return blocks.compact(lambda: self.store.tenant(self.tenant), self.collection_id).as_dict()
+        return dataclasses.asdict(blocks.compact(lambda: self.store.tenant(self.tenant), self.collection_id))
 
     def delete(self, ref: str) -> uuid.UUID:
         """Delete a document and all its versions; it leaves retrieval at once."""

@@ -20,7 +20,6 @@ from . import queries
 
 BLOCK = 128  # postings per compacted block: a row of ~1.3 kB stays in its heap page (no TOAST lookup)
 COMPACT_PAGE = 2_000  # terms rewritten per transaction
-COMPACT_SLACK = 1  # a term is rewritten when it holds more rows than full blocks would take plus this many
 
 _ORD = np.dtype(">i4")
 _TF = np.dtype(">i2")
@@ -39,10 +38,6 @@ class Compacted:
     rows_before: int
     rows_after: int
     postings_dropped: int  # postings of chunks no longer active
-
-    def as_dict(self) -> dict[str, int]:
-        return {"terms": self.terms, "rows_before": self.rows_before, "rows_after": self.rows_after,
-                "postings_dropped": self.postings_dropped}
 
 
 def _blocks(term: str, ords: np.ndarray, tfs: np.ndarray, lens: np.ndarray) -> Iterator[tuple[Any, ...]]:
