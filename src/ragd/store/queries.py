@@ -269,10 +269,10 @@ FROM documents d, jsonb_each(d.metadata) m WHERE d.doc_id = ANY(%(doc_ids)s)"""
 # in their blocks (lexical_blocks): search maps ordinals to active chunks only, and compaction drops them later.
 RETIRE_VERSIONS = [
     """UPDATE lexical_terms t SET df = t.df - x.n
-       FROM (SELECT c.collection_id, u.lexeme AS term, count(*) AS n
+       FROM (SELECT c.collection_id, u.lexeme COLLATE "C" AS term, count(*) AS n
              FROM chunks c CROSS JOIN LATERAL unnest(c.lexemes) u
              WHERE c.doc_version_id = ANY(%(versions)s) AND c.is_active AND c.lex_len > 0
-             GROUP BY c.collection_id, u.lexeme ORDER BY u.lexeme) x
+             GROUP BY 1, 2 ORDER BY 2) x
        WHERE t.collection_id = x.collection_id AND t.term = x.term""",
     """UPDATE lexical_stats s SET n_chunks = s.n_chunks - x.n, total_len = s.total_len - x.len
        FROM (SELECT collection_id, count(*) AS n, sum(lex_len) AS len FROM chunks
@@ -298,7 +298,9 @@ ACTIVATE_VERSIONS = [
     """UPDATE chunk_embeddings e SET is_active = true FROM chunks c
        WHERE c.chunk_id = e.chunk_id AND c.doc_version_id = ANY(%(versions)s) AND NOT e.is_active""",
     # one block per term for the versions' chunks, then the document frequencies from the blocks just written and
-    # the length statistics from the chunks (one statement: the new rows are not read back through their index)
+    # the length statistics from the chunks (one statement: the new rows are not read back through their index).
+    # Terms are grouped and ordered byte-wise (COLLATE "C"): the same order for every writer, without the cost of a
+    # locale's comparisons (a third of this statement under C.UTF-8)
     """WITH posted AS (
          INSERT INTO lexical_blocks (collection_id, term, first_ord, tenant_id, last_ord, n, max_tf, min_len, ords,
                                      tfs, lens)
@@ -306,7 +308,7 @@ ACTIVATE_VERSIONS = [
                 string_agg(int4send(ord), ''::bytea ORDER BY ord),
                 string_agg(int2send(tf::smallint), ''::bytea ORDER BY ord),
                 string_agg(int4send(len), ''::bytea ORDER BY ord)
-         FROM (SELECT c.collection_id, c.tenant_id, t.lexeme AS term, c.lex_ord AS ord,
+         FROM (SELECT c.collection_id, c.tenant_id, t.lexeme COLLATE "C" AS term, c.lex_ord AS ord,
                       COALESCE(cardinality(t.positions), 1) AS tf, c.lex_len AS len
                FROM chunks c CROSS JOIN LATERAL unnest(c.lexemes) t
                WHERE c.doc_version_id = ANY(%(versions)s) AND c.lex_len > 0) p
@@ -314,7 +316,7 @@ ACTIVATE_VERSIONS = [
          RETURNING collection_id, term, tenant_id, n
        ), counted AS (
          INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
-         SELECT collection_id, term, tenant_id, n FROM posted ORDER BY term
+         SELECT collection_id, term, tenant_id, n FROM posted ORDER BY term COLLATE "C"
          ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
        )
        UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len,
