@@ -169,29 +169,25 @@ def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.nd
     order cannot reorder ties. Postings of retired chunks are scored too: mapping ordinals back to active chunks
     drops them. Terms are summed rarest first, blocks in ordinal order: the same sums every time."""
     p = plan.params
-    weight = dict(zip(p["terms"], p["idfs"]))
-    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
+    rank = {term: i for i, term in enumerate(p["terms"])}
     with conn.cursor(binary=True) as cur:
-        for term, o, t, n in cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": p["collection_id"],
-                                                                  "terms": p["terms"]}):
-            by_term.setdefault(term, []).append((o, t, n))
-    parts_ord, parts_score = [], []
-    for term in p["terms"]:
-        if term not in by_term:
-            continue
-        rows = by_term[term]
-        ords, tf, length = blocks.decode(b"".join(r[0] for r in rows), b"".join(r[1] for r in rows),
-                                         b"".join(r[2] for r in rows))
-        parts_ord.append(ords)
-        parts_score.append(weight[term] * tf * (BM25_K1 + 1)
-                           / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / p["avg_len"])))
-    if not parts_ord:
+        rows = sorted(cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": p["collection_id"],
+                                                           "terms": p["terms"]}), key=lambda r: rank[r[0]])
+    if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    ords, parts = np.concatenate(parts_ord), np.concatenate(parts_score)
-    # Rows a tenant wrote by hand through its own SQL session may hold anything: negative ordinals and parts
-    # that are not finite positive numbers are dropped, so they cannot fail the search or poison a sum.
-    sane = (ords >= 0) & np.isfinite(parts) & (parts > 0)
-    if not sane.all():
+    ords, tf, length = blocks.decode(b"".join(r[1] for r in rows), b"".join(r[2] for r in rows),
+                                     b"".join(r[3] for r in rows))
+    # weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)), in place
+    length *= BM25_K1 * BM25_B / p["avg_len"]
+    length += BM25_K1 * (1 - BM25_B)
+    length += tf
+    parts = tf * (BM25_K1 + 1)
+    parts /= length
+    parts *= np.repeat(np.array([p["idfs"][rank[r[0]]] for r in rows]), [len(r[1]) // 4 for r in rows])
+    if not (len(ords) == 0 or (ords.min() >= 0 and parts.min() > 0 and np.isfinite(parts.sum()))):
+        # Rows a tenant wrote by hand through its own SQL session may hold anything: negative ordinals and parts
+        # that are not finite positive numbers are dropped, so they cannot fail the search or poison a sum.
+        sane = (ords >= 0) & np.isfinite(parts) & (parts > 0)
         ords, parts = ords[sane], parts[sane]
     if len(ords) and int(ords.max()) <= 4 * len(ords) + DENSE_ORDS:
         # ordinals are dense from 0 (ragd hands them out): the sums go in an array indexed by ordinal

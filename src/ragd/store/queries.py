@@ -580,11 +580,13 @@ CROSS JOIN lexical_stats s
 WHERE s.collection_id = %(collection_id)s
 ORDER BY lt.df, q.term"""
 
-# A term's postings, block by block in ordinal order (read in binary: the packed arrays come back as bytes).
+# Each term's postings, its blocks' packed arrays joined in ordinal order by the server: one row per term (read in
+# binary, as bytes; thousands of rows of a few hundred bytes each cost more to receive and join than the data).
 LEXICAL_BLOCKS = """
-SELECT term, ords, tfs, lens FROM lexical_blocks
-WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
-ORDER BY term, first_ord"""
+SELECT term, string_agg(ords, ''::bytea ORDER BY first_ord), string_agg(tfs, ''::bytea ORDER BY first_ord),
+       string_agg(lens, ''::bytea ORDER BY first_ord)
+FROM lexical_blocks WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
+GROUP BY term"""
 
 
 def chunks_by_ord_sql(filters: Filters) -> sql.Composed:
