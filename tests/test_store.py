@@ -11,7 +11,7 @@ import pytest
 from ragd import ids
 from ragd.config import Settings
 from ragd.engine import Ragd
-from ragd.store import Store, queries
+from ragd.store import Store, embedded, queries
 from ragd.store.postgres import migrations
 
 from .test_ingest import lexical_stats_consistent
@@ -155,6 +155,24 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
         assert col.search("new report volcano", k=1, fusion="lexical")[0].external_id == "new"
     finally:
         rag.close()
+
+
+def test_the_embedded_server_sizes_its_buffers_to_the_machine(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Shared buffers are a quarter of memory, 512 MB to 8 GB (an HNSW graph that does not fit is read from the OS
+    page by page on every insert), and the planner is told half of memory is cache; a server started here runs
+    with this machine's."""
+    assert [embedded.settings(g << 30)["shared_buffers"] for g in (1, 2, 8, 24, 64)] == [
+        "512MB", "512MB", "2GB", "6GB", "8GB"]
+    assert embedded.settings(24 << 30)["effective_cache_size"] == "12GB"
+    assert embedded.settings((24 << 30) - (300 << 20))["shared_buffers"] == "6016MB"  # in steps of 128 MB
+    wanted = embedded.settings(embedded._memory())
+    url = embedded.start(tmp_path / "pgdata")
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == (wanted["shared_buffers"],)
+            assert conn.execute("SHOW effective_cache_size").fetchone() == (wanted["effective_cache_size"],)
+    finally:
+        embedded.stop(tmp_path / "pgdata")
 
 
 def test_one_active_version_per_document_is_enforced(client, name) -> None:  # type: ignore[no-untyped-def]
