@@ -59,12 +59,14 @@ def summary(values: list[float]) -> str:
 
 
 @contextmanager
-def private_ragd(embedder: str, keep: Path | None = None) -> Iterator[ragd.Ragd]:
-    """A throw-away embedded server, so benchmarks never touch a user's data; `keep` names a folder to reuse."""
+def private_ragd(embedder: str, keep: Path | None = None, **overrides: object) -> Iterator[ragd.Ragd]:
+    """A throw-away embedded server, so benchmarks never touch a user's data; `keep` names a folder to reuse;
+    `overrides` are settings."""
     with tempfile.TemporaryDirectory(prefix="ragd-bench-") as tmp:
         home = keep or Path(tmp)
         home.mkdir(parents=True, exist_ok=True)
-        settings = Settings(home=home, embedder=embedder, cache_ttl_s=0)  # measure the engine, not the cache
+        settings = Settings(home=home, embedder=embedder, cache_ttl_s=0,  # measure the engine, not the cache
+                            **overrides)  # type: ignore[arg-type]
         client = ragd.connect(settings=settings)
         try:
             yield client

@@ -55,7 +55,7 @@ def _vector(col: ragd.Collection, plan: ragd.Plan, qvec: object, *, exact: bool)
     with col.store.tenant(col.tenant) as conn:
         hits = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model, dims=col.dims,
                           qvec=qvec, limit=10, filters=plan.filters, ef_search=col.settings.hnsw_ef_search,
-                          exact_threshold=0, force_exact=exact)  # type: ignore[arg-type]
+                          exact_threshold=0, force_exact=exact, vector_type=col.vector_type)  # type: ignore[arg-type]
     return [str(h.chunk_id) for h in hits]
 
 

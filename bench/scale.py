@@ -105,7 +105,8 @@ def main() -> None:
     pool = sentence_pool()
     asked = queries(pool, args.queries)
     judged = _judged()
-    with private_ragd("hash", args.home) as client:
+    # the collection's own index float4 (a halfvec one is built beside it with --halfvec, to compare)
+    with private_ragd("hash", args.home, vector_type="vector") as client:
         col = client.collection(COLLECTION)
         pgdata = client.settings.pgdata
         server_peak = 0.0

@@ -44,7 +44,8 @@ def big(client: ragd.Ragd) -> ragd.Collection:
 
 
 def test_vector_leg_uses_the_hnsw_index(client: ragd.Ragd, big: ragd.Collection) -> None:
-    query, params = vector_sql(big.collection_id, big.embed_model, big.dims, Filters(), exact=False)
+    query, params = vector_sql(big.collection_id, big.embed_model, big.dims, Filters(), exact=False,
+                               vector_type=big.vector_type)
     qvec = big.embedder.embed_query("alpha bravo")
     with client.store.admin() as conn:  # the table owner: ANALYZE from a tenant session is skipped
         conn.execute("ANALYZE chunk_embeddings")
@@ -122,9 +123,14 @@ def test_a_halfvec_collection_walks_a_half_precision_index_and_scores_at_full_pr
         assert found / total >= 0.9
     finally:
         half.close()
-    assert client.collection(name).vector_type == "halfvec"  # pinned
-    assert client.collection(name + "f").vector_type == "vector"  # this client's default for new ones
-    assert {c["name"]: c["vector_type"] for c in client.collections()}[name] == "halfvec"
+    full = ragd.connect(settings=settings.model_copy(update={"vector_type": "vector"}))
+    try:
+        assert full.collection(name).vector_type == "halfvec"  # pinned
+        assert full.collection(name + "f").vector_type == "vector"  # this client's choice for new ones
+        assert {c["name"]: c["vector_type"] for c in full.collections()}[name] == "halfvec"
+    finally:
+        full.close()
+    assert client.collection(name + "d").vector_type == "halfvec"  # the default for new ones
 
 
 def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:

@@ -199,7 +199,8 @@ def test_collection_pins_model_and_dims(client, name) -> None:  # type: ignore[n
     col.ingest(documents=[{"id": "a", "text": "Badges open the doors after seven."}])
     with client.store.admin() as conn:
         index = conn.execute(query, (f"%{col.collection_id}%",)).fetchone()
-    assert index is not None and "hnsw" in index[0] and "vector(384)" in index[0] and "vector_cosine_ops" in index[0]
+    assert index is not None and "hnsw" in index[0] and "(embedding)::halfvec(384)" in index[0], index
+    assert "halfvec_cosine_ops" in index[0]  # the default vector_type
     assert index[1] is True
 
 

@@ -44,8 +44,7 @@ def _ranked(cands: list[Candidate], leg: str, limit: int) -> list[Candidate]:
 
 
 def vector_sql(
-    collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters, *, exact: bool,
-    vector_type: str = "vector",
+    collection_id: uuid.UUID, embed_model: str, dims: int, filters: Filters, *, exact: bool, vector_type: str,
 ) -> tuple[sql.Composed, dict[str, Any]]:
     _, fparams = queries.filter_clause(filters)
     if exact:
@@ -96,9 +95,9 @@ def vector_leg(
     filters: Filters,
     ef_search: int,
     exact_threshold: int,
+    vector_type: str,  # the collection's (its index is over this type; no default: a wrong one misses the index)
     force_exact: bool = False,
     matching: int | None = None,
-    vector_type: str = "vector",
 ) -> list[Candidate]:
     """Top `limit` by cosine similarity among active chunks that pass the filters.
 
@@ -115,7 +114,7 @@ def vector_leg(
     query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact, vector_type=vector_type)
     rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     if not exact and matching is not None and len(rows) < min(overfetch, matching):
-        query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=True)
+        query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=True, vector_type=vector_type)
         rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     scored = [(row[0], round(float(row[1]), 9)) for row in rows]
     return _ranked(hydrate(conn, scored), "vector", limit)
