@@ -193,8 +193,17 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
     exact = {q: {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)} for q in asked}
     qvecs = {q: col.embedder.embed_query(q) for q in asked}
-    types = ["vector"]
-    if halfvec:  # a second index over the same rows at half precision (its own name; queries cast to match it)
+    sweep(client, col, asked, exact, qvecs, efs, "vector")
+    texts, qrels = judged
+    for name in ("lexical", "weighted"):
+        runs: dict[str, list[str]] = {}
+        for qid, text in texts.items():  # documents in rank order (a document of several chunks once)
+            ranked = [str(h.external_id) for h in col.search(text, k=20, fusion=name)]
+            runs[qid] = list(dict.fromkeys(ranked))[:10]
+        score = metrics.evaluate(runs, qrels)["ndcg@10"]
+        print(f"SciFact nDCG@10 {name}: {score:.4f} ({len(texts)} judged queries)", flush=True)
+    if halfvec:  # a second index over the same rows at half precision (its own name; queries cast to match it),
+        # last: at 1M its build is the longest step of the measurement
         name = f"scale_halfvec_{col.collection_id.hex[:16]}"
         t = time.perf_counter()
         with psycopg.connect(client.store.url, autocommit=True) as conn:
@@ -204,37 +213,33 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
             both = conn.execute("SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname IN (%s, %s) "
                                 "ORDER BY 1", (sql_text.hnsw_index_name(col.collection_id), name)).fetchall()
         print(f"halfvec index built in {built:.0f} s; HNSW index sizes: "
-              + ", ".join(f"{'halfvec' if n == name else 'vector'} {b / 2**20:.0f} MB" for n, b in both))
-        types.append("halfvec")
-    for vector_type in types:
-        for ef in efs:  # the vector leg's recall/latency curve (the leg alone, warm: each query run once before)
-            overlap, took = [], []
-            for q in asked:
-                for timed in (False, True):
-                    with client.store.tenant(col.tenant) as conn:
-                        t = time.perf_counter()
-                        found = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
-                                           dims=col.dims, qvec=qvecs[q], limit=10, filters=Filters(), ef_search=ef,
-                                           exact_threshold=client.settings.exact_scan_threshold,
-                                           vector_type=vector_type)
-                        if timed:
-                            took.append((time.perf_counter() - t) * 1000)
-                overlap.append(len({c.chunk_id for c in found} & exact[q]) / max(1, len(exact[q])))
-            print(f"HNSW {vector_type:<7} ef_search {ef:>4}: recall@10 against exact search "
-                  f"{sum(overlap) / len(overlap):.4f}, vector leg p50 {pct(took, 50):.1f} ms, "
-                  f"p95 {pct(took, 95):.1f} ms")
-    if halfvec:  # gone again: every later insert would update both graphs
-        with psycopg.connect(client.store.url, autocommit=True) as conn:
-            conn.execute(f"DROP INDEX IF EXISTS {name}")
-    texts, qrels = judged
-    for name in ("lexical", "weighted"):
-        runs: dict[str, list[str]] = {}
-        for qid, text in texts.items():  # documents in rank order (a document of several chunks once)
-            ranked = [str(h.external_id) for h in col.search(text, k=20, fusion=name)]
-            runs[qid] = list(dict.fromkeys(ranked))[:10]
-        score = metrics.evaluate(runs, qrels)["ndcg@10"]
-        print(f"SciFact nDCG@10 {name}: {score:.4f} ({len(texts)} judged queries)")
+              + ", ".join(f"{'halfvec' if n == name else 'vector'} {b / 2**20:.0f} MB" for n, b in both), flush=True)
+        try:
+            sweep(client, col, asked, exact, qvecs, efs, "halfvec")
+        finally:  # gone again: every later insert would update both graphs
+            with psycopg.connect(client.store.url, autocommit=True) as conn:
+                conn.execute(f"DROP INDEX IF EXISTS {name}")
 
+
+def sweep(client, col, asked: list[str], exact, qvecs, efs: list[int],  # type: ignore[no-untyped-def]
+          vector_type: str) -> None:
+    """The vector leg's recall/latency curve per ef_search (the leg alone, warm: each query run once before)."""
+    for ef in efs:
+        overlap, took = [], []
+        for q in asked:
+            for timed in (False, True):
+                with client.store.tenant(col.tenant) as conn:
+                    t = time.perf_counter()
+                    found = vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
+                                       dims=col.dims, qvec=qvecs[q], limit=10, filters=Filters(), ef_search=ef,
+                                       exact_threshold=client.settings.exact_scan_threshold,
+                                       vector_type=vector_type)
+                    if timed:
+                        took.append((time.perf_counter() - t) * 1000)
+            overlap.append(len({c.chunk_id for c in found} & exact[q]) / max(1, len(exact[q])))
+        print(f"HNSW {vector_type:<7} ef_search {ef:>4}: recall@10 against exact search "
+              f"{sum(overlap) / len(overlap):.4f}, vector leg p50 {pct(took, 50):.1f} ms, "
+              f"p95 {pct(took, 95):.1f} ms", flush=True)
 
 if __name__ == "__main__":
     main()
