@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from procrastinate.job_context import JobContext
+from procrastinate.jobs import Job
 
 import ragd
 from ragd import jobs, keys
@@ -375,8 +378,64 @@ def test_a_run_survives_postgresql_killed_mid_job(tmp_path: Path) -> None:
         rag.close()
         embedded.stop(home / "pgdata")
     assert run["status"] == "succeeded", run["status"]
-    assert run["stats"]["counts"] == {"ingested": 8 * 600}
+    failed = [(i["item_index"], i["error_code"], i["reason"]) for i in run["items"] if i["status"] != "ingested"]
+    assert run["stats"]["counts"] == {"ingested": 8 * 600}, failed
     assert len({i["doc_id"] for i in run["items"]}) == 8 * 600
+
+
+def test_a_file_claimed_again_while_its_first_attempt_runs_is_stored_once(client: ragd.Ragd, name: str,
+                                                                          tmp_path: Path) -> None:
+    """procrastinate gives a stalled worker's job (its heartbeats late, its connection to the queue lost) to another
+    worker while the first attempt may still be storing the file. The newer attempt holds the file from its claim:
+    the older one's next batch is refused (it stops, recording nothing), the newer skips what the older stored, and
+    the run counts every document once with no failed item (it used to record the loser's duplicate-key error)."""
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    _jsonl(folder / "big.jsonl", 3000, "claimed")
+    col = client.collection(name)
+    queued = jobs.enqueue(col, [folder])
+    first, second = jobs.Jobs(client), jobs.Jobs(client)
+    results: dict[str, str] = {}
+
+    def attempt(worker: jobs.Jobs, key: str, tries: int) -> None:
+        results[key] = worker._ingest_file(_context(worker, queued.run_id, tries), str(queued.run_id), 0)
+
+    older = threading.Thread(target=attempt, args=(first, "older", 0))
+    older.start()
+    deadline = time.monotonic() + 120
+    while not _items(client, queued.run_id) and time.monotonic() < deadline:  # its first batch committed
+        time.sleep(0.02)
+    attempt(second, "newer", 1)  # the job handed out again, while the older attempt goes on
+    older.join(timeout=300)
+    run = client.run(str(queued.run_id))
+    assert results["older"] == "superseded" and results["newer"].endswith(" items"), results
+    assert run["status"] == "succeeded", run["status"]
+    assert run["stats"]["counts"] == {"ingested": 3000}, [i for i in run["items"] if i["status"] != "ingested"][:3]
+    with client.store.tenant(col.tenant) as conn:
+        docs = conn.execute("SELECT count(*), count(DISTINCT external_id) FROM documents WHERE collection_id = %s",
+                            (col.collection_id,)).fetchone()
+        versions = conn.execute("SELECT count(*) FROM document_versions v JOIN documents d USING (doc_id) "
+                                "WHERE d.collection_id = %s", (col.collection_id,)).fetchone()
+    assert docs == (3000, 3000) and versions == (3000,)
+    with client.store.admin() as conn:
+        file = conn.execute("SELECT status, attempts FROM ingestion_files WHERE run_id = %s",
+                            (queued.run_id,)).fetchone()
+    assert file == ("done", 2)
+    client.collection(name, tenant="claimed-other")
+    with client.store.tenant("claimed-other") as conn:  # another tenant's session learns nothing of the file
+        assert conn.execute("SELECT ragd_hold_file(%s, 0, 2)", (queued.run_id,)).fetchone() == (None,)
+
+
+def _context(worker: jobs.Jobs, run_id: uuid.UUID, attempts: int) -> JobContext:
+    """The context procrastinate hands the task: its job, tried `attempts` times before."""
+    job = Job(id=None, queue=jobs.QUEUE, lock=None, queueing_lock=None, task_name=jobs.TASK, attempts=attempts,
+              task_kwargs={"run_id": str(run_id), "ordinal": 0})
+    return JobContext(app=worker.app, job=job, start_timestamp=time.time(), abort_reason=lambda: None)
+
+
+def _items(rag: ragd.Ragd, run_id: uuid.UUID) -> int:
+    with rag.store.admin() as conn:
+        return int(conn.execute("SELECT count(*) FROM ingestion_items WHERE run_id = %s", (run_id,)).fetchone()[0])
 
 
 def test_a_queued_run_records_refused_paths_as_ingest_does(client: ragd.Ragd, name: str, tmp_path: Path) -> None:

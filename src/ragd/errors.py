@@ -63,6 +63,13 @@ class QueueFull(RagdError):
         self.retry_after_s = retry_after_s
 
 
+class Superseded(RagdError):
+    """A queued file's job was handed to another worker while this attempt still ran: the newer attempt holds the
+    file, and this one stops without writing (what it stored stays, and the newer skips it)."""
+
+    code = "superseded"
+
+
 class DimensionMismatch(RagdError):
     code = "dimension_mismatch"
     exit_code = 2

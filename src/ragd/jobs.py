@@ -42,6 +42,7 @@ from .errors import (
     QueueFull,
     RagdError,
     RunNotFound,
+    Superseded,
 )
 from .ingest.extract import ExtractOptions
 from .ingest.pipeline import (
@@ -213,8 +214,9 @@ class Jobs:
             with self.rag.store.admin() as conn:
                 _close_run(conn, uuid.UUID(run_id))
             return "nothing to do"
-        tenant, collection, name, source_uri, content, config = row
+        tenant, collection, name, source_uri, content, config, claimed = row
         base = ordinal * PART_ITEMS
+        fence = {"run_id": run_id, "ordinal": ordinal, "attempt": claimed}
         try:
             with self.rag.store.admin() as conn:
                 done = frozenset(r[0] for r in conn.execute(queries.PART_ITEMS_DONE, {
@@ -228,8 +230,11 @@ class Jobs:
                                     metadata=config["metadata"], duplicates=config["duplicates"],
                                     near_duplicates=config["near_duplicate_threshold"],
                                     options=ExtractOptions(**config.get("options", {})), workers=1,
-                                    part=Part(uuid.UUID(run_id), base, done))
+                                    part=Part(uuid.UUID(run_id), base, done, claimed))
             result = f"{len(report.items)} items"
+        except Superseded as exc:  # the job was handed to another worker meanwhile: that attempt stores the file
+            log.warning("run %s file %d (%s): %s; this attempt stops", run_id, ordinal, name, exc)
+            return "superseded"
         except Exception as exc:  # of any kind: tried again if it may pass, else this file's failed item
             if isinstance(exc, TRANSIENT) and attempt < self.rag.settings.job_attempts:
                 log.warning("run %s file %d (%s): attempt %d failed, retried later: %s", run_id, ordinal, name,
@@ -239,6 +244,10 @@ class Jobs:
             failure = RagdError(f"{name}: {str(exc).strip() or type(exc).__name__} (after {attempt} attempts)")
             failure.code = code
             with self.rag.store.admin() as conn:
+                if conn.execute(queries.OWN_FILE, fence).fetchone() != (True,):
+                    log.warning("run %s file %d (%s): attempt %d failed (%s) after a newer attempt took the file; "
+                                "that attempt stores it", run_id, ordinal, name, claimed, _line(exc))
+                    return "superseded"
                 taken = {r[0] for r in conn.execute(queries.PART_ITEMS_DONE, {
                     "run_id": run_id, "low": base, "high": base + PART_ITEMS})}
                 index = next(i for i in range(base, base + PART_ITEMS) if i not in taken)
@@ -246,7 +255,7 @@ class Jobs:
             result = f"failed: {code}"
         with self.rag.store.admin() as conn:
             conn.execute(queries.LOCK_RUN, {"run_id": run_id})
-            conn.execute(queries.FINISH_FILE, {"run_id": run_id, "ordinal": ordinal})
+            conn.execute(queries.FINISH_FILE, fence)  # (an attempt superseded after its last batch finishes nothing)
             _close_run(conn, uuid.UUID(run_id))
         self.jobs_done += 1
         return result

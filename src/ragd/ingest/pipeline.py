@@ -36,6 +36,7 @@ from ..errors import (
     NotARegularFile,
     RagdError,
     Skipped,
+    Superseded,
     SymlinkDangling,
     SymlinkLoop,
     SymlinkOutside,
@@ -73,7 +74,7 @@ BATCH_DOCS = 256
 BATCH_CHUNKS = 512
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
 STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable",
-                        "originals_unavailable"})
+                        "originals_unavailable", "superseded"})
 
 
 class Collection(Protocol):
@@ -117,6 +118,7 @@ class Part:
     run_id: uuid.UUID
     base: int
     done: frozenset[int] = frozenset()
+    attempt: int | None = None  # the job's attempt that claimed the file: its batches commit while it is the latest
 
 
 @dataclass
@@ -155,6 +157,7 @@ class _RunState:
     near_index: dedupe.RunIndex = field(default_factory=dedupe.RunIndex)
     near_decisions: list[dict[str, Any]] = field(default_factory=list)
     shared: bool = False  # a queued run's part: other jobs write the run's row; this one writes its items only
+    part: Part | None = None
     sources: dict[Path, tuple[str, str]] = field(default_factory=dict)  # a file's SHA-256 and media type
 
     def take_index(self) -> int:
@@ -794,6 +797,7 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
     vectors = embed_cached(col, [c.search_text for p in todo for c in p.chunks], state, ahead)
     _artifacts(col, [p for p in todo if p.artifact_uri is None])  # before the transaction, outside it
     with col.store.tenant(col.tenant) as conn, conn.pipeline():
+        _hold_part(conn, state)
         stored = [p for p in batch if p.action not in ("unchanged", "duplicate")]
         if stored:  # (the upsert locks each document's row until commit, whether or not its WHERE let it update)
             conn.execute(queries.UPSERT_DOCUMENTS, {
@@ -990,7 +994,7 @@ def run_ingest(
     started = time.monotonic()
     threshold = near_threshold(col, near_duplicates)
     state = _RunState(run_id=part.run_id if part else uuid.uuid4(), near_threshold=threshold,
-                      next_index=part.base if part else 0, shared=part is not None)
+                      next_index=part.base if part else 0, shared=part is not None, part=part)
     if part is None:
         config = {"paths": [str(p) for p in paths or ()], "tags": list(tags), "duplicates": duplicates,
                   "near_duplicate_threshold": threshold, "host": socket.gethostname(),
@@ -1162,8 +1166,23 @@ def _interrupt_if_dead(conn: psycopg.Connection[Any], run_id: uuid.UUID, tenant:
 
 def _flush_pending(col: Collection, state: _RunState, started: float) -> None:
     with col.store.tenant(col.tenant) as conn:
+        _hold_part(conn, state)
         write_items(conn, col.tenant, state.run_id, state.pending)
     state.pending = []
+
+
+def _hold_part(conn: psycopg.Connection[Any], state: _RunState) -> None:
+    """A queued file's writes go on only while this attempt of its job is the file's latest (the row held to the
+    end of the transaction, so a newer claim waits for it); Superseded otherwise."""
+    part = state.part
+    if part is None or part.attempt is None:
+        return
+    ordinal = part.base // PART_ITEMS
+    row = conn.execute(queries.HOLD_FILE, {"run_id": part.run_id, "ordinal": ordinal,
+                                           "attempt": part.attempt}).fetchone()
+    if row is None or row[0] is not True:
+        raise Superseded(f"file {ordinal} of run {part.run_id}: attempt {part.attempt} was superseded by a newer "
+                         "attempt of its job, which stores the file")
 
 
 def _finish(col: Collection, state: _RunState, status: str, stage: str, error: str | None, started: float) -> None:

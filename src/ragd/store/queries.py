@@ -673,14 +673,20 @@ WITH f AS (
     UPDATE ingestion_runs SET status = 'running', stage = 'store'
     WHERE run_id = %(run_id)s AND status = 'queued' AND EXISTS (SELECT 1 FROM f) RETURNING run_id
 )
-SELECT f.tenant_id, c.name, f.name, f.source_uri, f.content, ir.config
+SELECT f.tenant_id, c.name, f.name, f.source_uri, f.content, ir.config, f.attempts
 FROM f JOIN ingestion_runs ir ON ir.run_id = f.run_id JOIN collections c ON c.collection_id = ir.collection_id"""
 PART_ITEMS_DONE = """
 SELECT item_index FROM ingestion_items
 WHERE run_id = %(run_id)s AND item_index >= %(low)s AND item_index < %(high)s ORDER BY item_index"""
 FINISH_FILE = """
 UPDATE ingestion_files SET status = 'done', content = NULL, finished_at = now()
-WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s AND status IN ('queued', 'running')"""
+WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s AND status IN ('queued', 'running') AND attempts = %(attempt)s"""
+# whether an attempt of a file's job is still the file's latest (a tenant session, through the definer function;
+# the worker's own session, locking the row itself), held to the end of the transaction
+HOLD_FILE = "SELECT ragd_hold_file(%(run_id)s, %(ordinal)s, %(attempt)s)"
+OWN_FILE = """
+SELECT attempts = %(attempt)s AND status = 'running' FROM ingestion_files
+WHERE run_id = %(run_id)s AND ordinal = %(ordinal)s FOR UPDATE"""
 CANCEL_FILES = """
 UPDATE ingestion_files SET status = 'cancelled', content = NULL, finished_at = now()
 WHERE run_id = %(run_id)s AND status = 'queued' RETURNING job_id"""
