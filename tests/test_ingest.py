@@ -415,6 +415,7 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
     import numpy as np
 
     from ragd.embed import OpenAIEmbedder
+    from ragd.embed.openai import MAX_BATCH
     from ragd.errors import ProviderError
     from ragd.ingest.pipeline import BATCH_DOCS
     from ragd.store import queries
@@ -425,7 +426,7 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             served["requests"] += 1
-            if served["requests"] > 2:  # the first two batches embed, then the provider is gone
+            if served["requests"] > 2 * -(-BATCH_DOCS // MAX_BATCH):  # two batches embed, then the provider is gone
                 self.send_response(503)
                 self.end_headers()
                 return

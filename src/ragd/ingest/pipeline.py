@@ -68,10 +68,11 @@ Progress = Callable[[int, int, str], None]
 PROGRESS_RECORDS = 500  # a file of records (JSONL, CSV, mbox) reports progress every this many documents
 Duplicates = Literal["skip", "keep"]
 # A batch is one transaction: it is committed once it holds BATCH_DOCS documents or BATCH_CHUNKS chunks. Larger
-# batches of small documents cost the server less (each batch upserts every term it contains once); the chunk
-# bound keeps a batch of long documents, and what a crash can lose, small.
-BATCH_DOCS = 256
-BATCH_CHUNKS = 512
+# batches of small documents cost the server less (each batch upserts every term it contains once, and writes one
+# BM25 block per term); the chunk bound keeps a batch of long documents, and what a crash can lose, small. 512/1024
+# stored SciFact (5,183 abstracts, given vectors) in 11.3-11.4 s against 12.1-12.7 s at 256/512, same run.
+BATCH_DOCS = 512
+BATCH_CHUNKS = 1024
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
 STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable",
                         "originals_unavailable", "superseded"})
