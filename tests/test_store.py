@@ -19,18 +19,20 @@ from .test_ingest import lexical_stats_consistent
 TENANT_TABLES = {
     "tenants", "api_keys", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
     "lexical_blocks", "lexical_terms", "lexical_stats", "ingestion_runs", "ingestion_items", "query_executions",
-    "document_filter_values", "document_minhash", "document_minhash_bands", "embedding_cache", "idempotency_keys",
+    "document_filter_values", "document_minhash", "embedding_cache", "idempotency_keys",
     "ingestion_files", "originals", "evaluations",
 }
 
 
 _INDEXES = ("SELECT tablename, indexdef FROM pg_indexes "
-            "WHERE tablename IN ('lexical_blocks', 'document_minhash_bands') ORDER BY 1, 2")
-# the postings' blocks keyed by term (migration 21) and the band keys' one btree, tenant first (migration 14), in a
-# new or a migrated store
+            "WHERE tablename IN ('lexical_blocks', 'document_minhash') ORDER BY 1, 2")
+# the postings' blocks keyed by term (migration 21) and the signatures' band keys in a GIN index (migration 24), in
+# a new or a migrated store
 POSTING_AND_BAND_INDEXES = [
-    ("document_minhash_bands", "CREATE UNIQUE INDEX document_minhash_bands_pkey ON public.document_minhash_bands "
-     "USING btree (tenant_id, collection_id, band_key, doc_version_id)"),
+    ("document_minhash", "CREATE INDEX document_minhash_bands ON public.document_minhash USING gin (bands) WITH "
+     "(fastupdate=off)"),
+    ("document_minhash", "CREATE UNIQUE INDEX document_minhash_pkey ON public.document_minhash USING btree "
+     "(doc_version_id, tenant_id)"),
     ("lexical_blocks", "CREATE UNIQUE INDEX lexical_blocks_pkey ON public.lexical_blocks USING btree "
      "(collection_id, term, first_ord, tenant_id)")]
 
@@ -153,6 +155,72 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
         assert col.compact()["postings_dropped"] > 0
         lexical_stats_consistent(rag, col)
         assert col.search("new report volcano", k=1, fusion="lexical")[0].external_id == "new"
+    finally:
+        rag.close()
+
+
+# Migration 23's LSH band keys, 32 rows per signature in document_minhash_bands (keyed tenant first, migration 14;
+# its delete function as migration 15 wrote it), rebuilt from a store of today; migration 24's objects dropped.
+BACK_TO_23 = """
+DROP INDEX document_minhash_bands;
+DROP FUNCTION ragd_band_matches(uuid, integer[], bigint[]);
+CREATE TABLE document_minhash_bands (
+    doc_version_id uuid NOT NULL, tenant_id text NOT NULL, collection_id uuid NOT NULL, band_key bigint NOT NULL,
+    PRIMARY KEY (tenant_id, collection_id, band_key, doc_version_id));
+ALTER TABLE document_minhash_bands ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON document_minhash_bands USING (tenant_id = (SELECT ragd_tenant()))
+    WITH CHECK (tenant_id = (SELECT ragd_tenant()));
+GRANT SELECT, INSERT ON document_minhash_bands TO ragd_app;
+INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, band_key)
+SELECT doc_version_id, tenant_id, collection_id, unnest(bands) FROM document_minhash;
+{delete_bands}
+GRANT EXECUTE ON FUNCTION ragd_delete_bands(uuid, uuid[], bigint[]) TO ragd_app;
+ALTER TABLE document_minhash DROP COLUMN bands;
+DELETE FROM schema_migrations WHERE version = 24;
+"""
+
+
+def test_a_store_written_before_migration_24_moves_its_band_keys_into_the_signatures(
+        fresh_database: str, settings: Settings) -> None:
+    """A store with migration 23's band rows (replaced and deleted documents' versions among them) migrates to one
+    array per signature: every version keeps exactly its 32 keys, the band table and its delete function go, the
+    GIN index is a new store's, and a near-duplicate of a document stored before the migration is found after."""
+    from ragd.ingest import dedupe
+
+    store = Store(fresh_database, settings=settings)
+    rag = Ragd(store, settings, None)
+    texts = {f"d{i}": f"Field note {i}: the river {i * 3} rose at the northern gauge after rain on day {i}; "
+                      f"crews moved sandbags {i % 5} times and logged sample {i * 11} for the survey."
+             for i in range(60)}
+    try:
+        col = rag.collection("bands-upgraded")
+        col.ingest(documents=[{"id": k, "text": v} for k, v in texts.items()])
+        col.ingest(documents=[{"id": "d3", "text": "Field note 3 was withdrawn after review of the gauge."}])
+        col.delete("d8")
+        fifteen = next(text for version, _, text in migrations() if version == 15)
+        found = re.search(r"CREATE FUNCTION ragd_delete_bands\(.*?\n\$\$;", fifteen, re.S)
+        assert found is not None
+        with store.admin() as conn:
+            signatures = {v: sorted(dedupe.band_keys(dedupe.from_bytes(sig))) for v, sig in conn.execute(
+                "SELECT doc_version_id, signature FROM document_minhash")}
+            conn.execute(BACK_TO_23.replace("{delete_bands}", found.group(0)))
+            rows = conn.execute("SELECT count(*), count(DISTINCT doc_version_id) "
+                                "FROM document_minhash_bands").fetchone()
+        assert rows == (32 * len(signatures), len(signatures)) and len(signatures) == 60 - 1 + 1  # d8 gone, d3 twice
+        assert store.migrate() == [24]
+        with store.admin() as conn:
+            moved = {v: sorted(b) for v, b in conn.execute("SELECT doc_version_id, bands FROM document_minhash")}
+            assert moved == signatures
+            assert conn.execute("SELECT to_regclass('document_minhash_bands')::text").fetchone() == (
+                "document_minhash_bands",)  # the name is the GIN index's now
+            assert conn.execute("SELECT to_regprocedure('ragd_delete_bands(uuid, uuid[], bigint[])')").fetchone() == (
+                None,)
+            assert conn.execute(_INDEXES).fetchall() == POSTING_AND_BAND_INDEXES
+        again = col.ingest(documents=[{"id": "copy-of-d12", "text": texts["d12"].upper() + "!"}])
+        assert again.items[0].status == "duplicate" and "near-duplicate of d12" in (again.items[0].reason or "")
+        col.delete("d12")
+        with store.admin() as conn:
+            assert conn.execute("SELECT count(*) FROM document_minhash").fetchone() == (len(signatures) - 1,)
     finally:
         rag.close()
 

@@ -232,7 +232,7 @@ def test_what_a_session_leaves_behind_is_gone_before_its_connection_serves_again
 
 RAGD_TABLES = ("tenants", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
                "lexical_blocks", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
-               "document_minhash_bands", "embedding_cache", "ingestion_runs", "ingestion_items", "query_executions",
+               "embedding_cache", "ingestion_runs", "ingestion_items", "query_executions",
                "tenant_roles", "api_keys", "ragd_locks", "schema_migrations", "ragd_secret")
 
 
@@ -310,6 +310,24 @@ def test_a_tenant_deletes_through_ragd_only_its_own_rows(client: ragd.Ragd, two_
         conn.execute("SELECT ragd_delete_document(%s)", (victim_doc,))
     assert [d["external_id"] for d in two_tenants[1].documents()] == ["b1"]
     assert [h.external_id for h in two_tenants[1].search("payroll volcanoes", k=5)] == ["b1"]
+
+
+def test_band_lookups_find_only_the_callers_own_signatures(client: ragd.Ragd, two_tenants: Any) -> None:
+    """ragd_band_matches reads the band index as its owner (row security cannot serve the array operator): given
+    the victim's collection and the victim's own band keys, mallory's session finds nothing, and the victim's finds
+    its document; mallory's near-duplicate of the victim's text is not a duplicate of anything of the victim's."""
+    mallory, victim = two_tenants
+    with client.store.admin() as conn:
+        keys = conn.execute("SELECT bands FROM document_minhash WHERE tenant_id = 'victim' AND collection_id = %s",
+                            (victim.collection_id,)).fetchone()[0]
+    lookup = "SELECT doc_version_id FROM ragd_band_matches(%s, %s::integer[], %s::bigint[])"
+    with client.store.tenant("mallory") as conn:
+        assert conn.execute(lookup, (victim.collection_id, [0] * len(keys), keys)).fetchall() == []
+        assert conn.execute(lookup, (mallory.collection_id, [0] * len(keys), keys)).fetchall() == []
+    with client.store.tenant("victim") as conn:
+        assert len(conn.execute(lookup, (victim.collection_id, [0] * len(keys), keys)).fetchall()) == 1
+    copy = mallory.ingest(documents=[{"id": "a2", "text": "Victim quarterly payroll figures for volcanoes!"}])
+    assert copy.items[0].status == "ingested" and mallory.run(str(copy.run_id))["stats"]["near_duplicates"] == []
 
 
 HAND_BLOCK = """

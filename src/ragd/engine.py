@@ -40,7 +40,6 @@ from .errors import (
     RunNotFound,
     TenantNotFound,
 )
-from .ingest import dedupe
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.markdown import markdown_blocks
@@ -696,10 +695,6 @@ class Collection:
             if active:
                 for statement in queries.RETIRE_VERSIONS:
                     conn.execute(statement, {"versions": active, "collection_id": self.collection_id})
-            bands = [(v, k) for v, signature in conn.execute(queries.DOCUMENT_SIGNATURES, {"doc_id": doc_id})
-                     for k in dedupe.band_keys(dedupe.from_bytes(signature))]
-            conn.execute(queries.DELETE_BANDS, {"collection_id": self.collection_id, "versions": [v for v, _ in bands],
-                                                "keys": [k for _, k in bands]})
             sources = [r[0] for r in conn.execute(queries.VERSION_SOURCES, {"doc_id": doc_id})]
             conn.execute(queries.DELETE_DOCUMENT, {"doc_id": doc_id})
             gone = original_files(self.settings).forget(conn, self.tenant, sources)

@@ -650,10 +650,11 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
         _sign(p)
     if state.near_threshold >= 1.0:
         return  # the check is off: signatures are stored for later runs, nothing is compared
-    keys = sorted({k for p in batch for k in p.band_keys})
+    docs = [i for i, p in enumerate(batch) for _ in p.band_keys]
+    keys = [k for p in batch for k in p.band_keys]
     stored = [(dedupe.Known(doc, ext, dedupe.from_bytes(sig)), set(bands)) for doc, ext, sig, bands in
-              conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "keys": keys})
-              ] if keys else []
+              conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {"collection_id": col.collection_id, "docs": docs,
+                                                               "keys": keys})] if keys else []
     for p in batch:
         assert p.signature is not None
         mine = set(p.band_keys)
@@ -824,14 +825,12 @@ def _commit(col: Collection, state: _RunState, batch: list[_Prepared], duplicate
         changing = [p.doc_id for p in stored if p.action != "labels"]
         activate = [_version(p) for p in stored if p.action != "labels"]
         signed = [p for p in batch if p.action == "new" and p.signature is not None]
-        if signed:  # every new version's signature and LSH bands, in two statements for the batch
-            ids = {"tenant_id": col.tenant, "collection_id": col.collection_id}
+        if signed:  # every new version's signature with its LSH band keys, in one statement for the batch
             conn.execute(queries.INSERT_MINHASH, {
-                **ids, "versions": [p.version_id for p in signed], "doc_ids": [p.doc_id for p in signed],
-                "signatures": [dedupe.to_bytes(p.signature) for p in signed if p.signature is not None]})
-            conn.execute(queries.INSERT_MINHASH_BANDS, {
-                **ids, "versions": [p.version_id for p in signed for _ in p.band_keys],
-                "keys": [k for p in signed for k in p.band_keys]})
+                "tenant_id": col.tenant, "collection_id": col.collection_id,
+                "versions": [p.version_id for p in signed], "doc_ids": [p.doc_id for p in signed],
+                "signatures": [dedupe.to_bytes(p.signature) for p in signed if p.signature is not None],
+                "bands": ["{" + ",".join(map(str, p.band_keys)) + "}" for p in signed]})
         written = sorted({p.doc_id for p in batch if p.action in ("new", "reactivate", "labels")}, key=str)
         if written:
             conn.execute(queries.CLEAR_FILTER_VALUES, {"doc_ids": written})

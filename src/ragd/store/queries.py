@@ -197,25 +197,19 @@ FROM unnest(%(versions)s::uuid[], %(sources)s::text[], %(names)s::text[], %(type
 WHERE v.doc_version_id = x.v AND v.source_sha256 IS NULL"""
 
 INSERT_MINHASH = """
-INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature)
-SELECT v, %(tenant_id)s, %(collection_id)s, d, s
-FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(signatures)b::bytea[]) AS x(v, d, s)
+INSERT INTO document_minhash (doc_version_id, tenant_id, collection_id, doc_id, signature, bands)
+SELECT v, %(tenant_id)s, %(collection_id)s, d, s, b::bigint[]
+FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(signatures)b::bytea[], %(bands)b::text[]) AS x(v, d, s, b)
 ON CONFLICT DO NOTHING"""
 
-INSERT_MINHASH_BANDS = """
-INSERT INTO document_minhash_bands (doc_version_id, tenant_id, collection_id, band_key)
-SELECT v, %(tenant_id)s, %(collection_id)s, k FROM unnest(%(versions)b::uuid[], %(keys)b::bigint[]) AS x(v, k)
-ON CONFLICT DO NOTHING"""
-
-# Active documents sharing at least one LSH band with any of the given keys, with the keys they share. The band
-# keys are looked up first, once (MATERIALIZED): on statistics not yet gathered after a bulk load the planner
-# drove the join from the collection's active versions and searched the band keys once per stored document.
+# Active documents sharing at least one LSH band with a batch's documents (`docs[i]` the document of band key
+# `keys[i]`), with their band keys; through the definer function, whose GIN lookup runs once per document of the
+# batch (the array operator cannot use the index under row-level security).
 NEAR_DUPLICATE_CANDIDATES = """
 WITH shared AS MATERIALIZED (
-    SELECT doc_version_id, array_agg(band_key ORDER BY band_key) AS keys FROM document_minhash_bands
-    WHERE collection_id = %(collection_id)s AND band_key = ANY(%(keys)s::bigint[])
-    GROUP BY doc_version_id)
-SELECT m.doc_id, d.external_id, m.signature, s.keys
+    SELECT DISTINCT b.doc_version_id, b.bands
+    FROM ragd_band_matches(%(collection_id)s, %(docs)s::integer[], %(keys)s::bigint[]) b)
+SELECT m.doc_id, d.external_id, m.signature, s.bands
 FROM shared s
 JOIN document_versions v ON v.doc_version_id = s.doc_version_id AND v.is_active
 JOIN document_minhash m ON m.doc_version_id = s.doc_version_id
@@ -386,12 +380,6 @@ SELECT d.external_id, c.chunk_index, c.chunk_id::text, c.content, c.token_count
 FROM chunks c JOIN documents d USING (doc_id)
 WHERE c.collection_id = %(collection_id)s AND c.is_active ORDER BY d.external_id, c.chunk_index"""
 DELETE_DOCUMENT = "SELECT ragd_delete_document(%(doc_id)s)"
-# Band keys have no foreign key (one per band per version: a check per row slowed ingest): deleted first, by their
-# key, computed again from the signatures of the document's versions.
-DOCUMENT_SIGNATURES = """
-SELECT doc_version_id, signature FROM document_minhash WHERE doc_id = %(doc_id)s ORDER BY doc_version_id"""
-DELETE_BANDS = "SELECT ragd_delete_bands(%(collection_id)s, %(versions)s::uuid[], %(keys)s::bigint[])"
-
 # -- embedding cache ---------------------------------------------------------------------------------
 
 CACHE_LOOKUP = """
