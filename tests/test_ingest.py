@@ -473,6 +473,9 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
     index was searched once per active document: SciFact ingested with the default check took 39 s instead of
     11, and each batch longer than the last.)"""
     import random
+    import re
+
+    from psycopg import sql
 
     from ragd.ingest import dedupe
     from ragd.store import queries
@@ -495,17 +498,19 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
     # the lookup function's own statement (as migration 24 wrote it), planned for this tenant and batch: the GIN
     # index searched once per document of the batch, the stored signatures never scanned
     body = next(text for version, _, text in migrations() if version == 24)
-    body = body.split("LANGUAGE sql STABLE SECURITY DEFINER")[1].split("AS $$")[1].split("$$;")[0]
-    body = (body.replace("ragd_session_tenant()", "%(tenant)s").replace("collection)", "%(collection)s)")
-            .replace("unnest(docs, keys)", "unnest(%(docs)s::integer[], %(keys)s::bigint[])"))
+    body = body.split("LANGUAGE sql STABLE SECURITY DEFINER")[1].split(" AS $$")[1].split("$$;")[0]
+    body = re.sub(r"\bcollection\b", "%(collection)s", body.replace("ragd_session_tenant()", "%(tenant)s")
+                  .replace("unnest(docs, keys)", "unnest(%(docs)s::integer[], %(keys)s::bigint[])"))
 
     def scans(node: dict[str, Any]) -> list[dict[str, Any]]:
         found = [node] if node.get("Relation Name") == "document_minhash" or \
             node.get("Index Name") == "document_minhash_bands" else []
         return found + [s for child in node.get("Plans", []) for s in scans(child)]
 
-    with client.store.admin() as conn:
-        conn.execute("ANALYZE document_minhash")
+    with client.store.admin() as conn:  # with the function's own settings, on statistics as ingest left them
+        for setting in conn.execute("SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'ragd_band_matches'"):
+            name, value = setting[0].split("=", 1)
+            conn.execute(sql.SQL("SELECT set_config({}, {}, true)").format(sql.Literal(name), sql.Literal(value)))
         plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + body, {
             "tenant": col.tenant, "collection": col.collection_id,
             "docs": [i for i, keys in enumerate(batch) for _ in keys],
