@@ -76,36 +76,17 @@ def _size(mb: int) -> str:
     return f"{mb // 1024}GB" if mb % 1024 == 0 else f"{mb}MB"
 
 
-def _shm() -> int:
-    """Bytes free in /dev/shm, where PostgreSQL puts the shared memory of parallel workers (0 when there is none)."""
-    try:
-        found = os.statvfs("/dev/shm")
-    except OSError:
-        return 0
-    return found.f_bavail * found.f_frsize
-
-
-def settings(memory: int, shm: int) -> dict[str, str]:
+def settings(memory: int) -> dict[str, str]:
     """Settings for the embedded server, applied with ALTER SYSTEM (then one restart) when they differ. Shared
     buffers are a quarter of memory, 512 MB to 8 GB, in steps of 128 MB: PostgreSQL's 128 MB made BM25 at 100k
     chunks read from the OS on most queries, and an HNSW graph larger than the buffers (~600 MB at 300k chunks of
-    384 dimensions) is read from the OS page by page on every insert and search. Nothing is reserved until used.
-
-    maintenance_work_mem is an eighth of memory, 512 MB to 4 GB: the HNSW graph of a collection's first run is
-    built in it, and a graph that outgrows it is built on disk, several times slower (a million float4 vectors of
-    384 dimensions need ~2 GB). Vacuum keeps 256 MB (`autovacuum_work_mem`), whatever that is. pgvector's parallel
-    build asks for all of maintenance_work_mem as shared memory at once: where /dev/shm cannot hold it (Docker's
-    is 64 MB unless told otherwise) that memory is a file under the data directory (`mmap`), so the build works
-    everywhere instead of failing and leaving the collection without its index."""
+    384 dimensions) is read from the OS page by page on every insert and search. Nothing is reserved until used."""
     mb = memory >> 20
-    maintenance = min(max(mb // 8 // 128 * 128, 512), 4096)
     return {
         "shared_buffers": _size(min(max(mb // 4 // 128 * 128, 512), 8192)),
         "effective_cache_size": _size(max(mb // 2 // 1024 * 1024, 1024)),
         "work_mem": "32MB",
-        "maintenance_work_mem": _size(maintenance),
-        "autovacuum_work_mem": "256MB",
-        "dynamic_shared_memory_type": "posix" if shm >> 20 >= maintenance + 256 else "mmap",
+        "maintenance_work_mem": "512MB",
         "random_page_cost": "1.1",
         "max_wal_size": "2GB",
         "jit": "off",
@@ -117,7 +98,7 @@ def _tune(base_url: str) -> bool:
     import psycopg
     from psycopg import sql
 
-    wanted = settings(_memory(), _shm())
+    wanted = settings(_memory())
     with psycopg.connect(base_url, autocommit=True) as conn:
         current = conn.execute("SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
                                (list(wanted),)).fetchall()
