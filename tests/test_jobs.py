@@ -266,15 +266,19 @@ def _running_workers(rag: ragd.Ragd, run_id: uuid.UUID, pids: set[int]) -> set[i
 
 def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dict[str, str], settings: Settings,
                                                                     tmp_path: Path) -> None:
-    """30 files (ten of them 600 records each, so a job commits several batches) through 3 worker processes; a
+    """30 files (ten of them with three batches' worth of records, so a job commits several) through 3 workers; a
     worker is killed with SIGKILL at seeded random moments (three times, each replaced): every document is stored
     once, with one version, every item is `ingested` (no file counted twice, none lost) and the run succeeded."""
+    from ragd.ingest.pipeline import BATCH_DOCS
+
+    records = 2 * BATCH_DOCS + 100  # three batches a ledger: a job lasts long enough to be killed in
+    total = 20 + 10 * records
     rng = random.Random(32)
     folder = tmp_path / "kill"
     folder.mkdir()
     _files(folder, 20, "page")
     for n in range(10):
-        _jsonl(folder / f"ledger-{n}.jsonl", 600, f"ledger{n}")
+        _jsonl(folder / f"ledger-{n}.jsonl", records, f"ledger{n}")
     rag = ragd.connect(settings=settings)
     env = {**os.environ, **cli_env, "RAGD_WORKER_HEARTBEAT_S": "0.5", "RAGD_WORKER_STALLED_S": "2",
            "RAGD_JOB_RETRY_WAIT_S": "0.2", "RAGD_ONNX_THREADS": "1"}
@@ -303,8 +307,8 @@ def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dic
     assert killed >= 1
     assert run["status"] == "succeeded", run["status"]
     items = run["items"]
-    assert len(items) == 20 + 10 * 600 and {i["status"] for i in items} == {"ingested"}
-    assert run["stats"]["counts"] == {"ingested": 6020}
+    assert len(items) == total and {i["status"] for i in items} == {"ingested"}
+    assert run["stats"]["counts"] == {"ingested": total}
     with rag.store.tenant(col.tenant) as conn:
         docs = conn.execute("SELECT count(*), count(DISTINCT external_id) FROM documents WHERE collection_id = %s",
                             (col.collection_id,)).fetchone()
@@ -314,8 +318,8 @@ def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dic
         orphans = conn.execute("SELECT count(*) FROM chunks c WHERE c.collection_id = %s AND NOT EXISTS (SELECT 1 "
                                "FROM document_versions v WHERE v.doc_version_id = c.doc_version_id AND v.is_active)",
                                (col.collection_id,)).fetchone()
-    assert docs == (6020, 6020) and versions == (6020, 6020) and orphans == (0,)
-    assert len({i["doc_id"] for i in items}) == 6020  # each item its own document
+    assert docs == (total, total) and versions == (total, total) and orphans == (0,)
+    assert len({i["doc_id"] for i in items}) == total  # each item its own document
     with rag.store.admin() as conn:
         attempts = [r[0] for r in conn.execute("SELECT attempts FROM ingestion_files WHERE run_id = %s",
                                                 (queued.run_id,))]
@@ -424,6 +428,40 @@ def test_a_file_claimed_again_while_its_first_attempt_runs_is_stored_once(client
     client.collection(name, tenant="claimed-other")
     with client.store.tenant("claimed-other") as conn:  # another tenant's session learns nothing of the file
         assert conn.execute("SELECT ragd_hold_file(%s, 0, 2)", (queued.run_id,)).fetchone() == (None,)
+
+
+def test_a_tenant_holding_its_own_files_row_does_not_hold_a_worker(client: ragd.Ragd, settings: Settings,
+                                                                    name: str, tmp_path: Path) -> None:
+    """A tenant's SQL session can lock its own queued file's row (ragd_hold_file takes it FOR SHARE) and keep its
+    transaction open; a worker claiming that file waits at most RAGD_DB_LOCK_TIMEOUT_S, fails transiently (the job
+    is tried again later) and is free for other tenants' files; once the tenant lets go, the file is stored."""
+    _files(tmp_path, 1, "held")
+    col = client.collection(name, tenant="holds-its-row")
+    queued = jobs.enqueue(col, [tmp_path])
+    impatient = ragd.connect(settings=settings.model_copy(update={"db_lock_timeout_s": 0.5}))
+    outcome: dict[str, BaseException | str] = {}
+
+    def claim() -> None:
+        try:
+            outcome["claim"] = jobs.Jobs(impatient)._ingest_file(_context(jobs.Jobs(impatient), queued.run_id, 0),
+                                                                  str(queued.run_id), 0)
+        except BaseException as exc:  # (what the attempt raised is what the test looks at)
+            outcome["claim"] = exc
+
+    try:
+        with client.store.tenant(col.tenant) as conn:
+            conn.execute("SELECT ragd_hold_file(%s, 0, 0)", (queued.run_id,))  # held until this block ends
+            worker = threading.Thread(target=claim)
+            worker.start()
+            worker.join(timeout=60)  # (a guard: the claim gives up after 0.5 s)
+            assert not worker.is_alive()
+        assert isinstance(outcome["claim"], jobs.TRANSIENT), outcome  # procrastinate tries the job again later
+        assert "lock timeout" in str(outcome["claim"])
+        _drain(client)
+        run = client.run(str(queued.run_id), tenant=col.tenant)
+        assert run["status"] == "succeeded" and run["stats"]["counts"] == {"ingested": 1}
+    finally:
+        impatient.close()
 
 
 def _context(worker: jobs.Jobs, run_id: uuid.UUID, attempts: int) -> JobContext:

@@ -208,6 +208,7 @@ class Jobs:
     def _ingest_file(self, context: JobContext, run_id: str, ordinal: int) -> str:
         attempt = context.job.attempts + 1
         with self.rag.store.admin() as conn:
+            _bounded(conn, self.rag)
             row = conn.execute(queries.START_FILE, {"run_id": run_id, "ordinal": ordinal,
                                                     "worker": f"{socket.gethostname()}:{os.getpid()}"}).fetchone()
         if row is None:  # cancelled, or done by an attempt killed before procrastinate heard of it
@@ -244,6 +245,7 @@ class Jobs:
             failure = RagdError(f"{name}: {str(exc).strip() or type(exc).__name__} (after {attempt} attempts)")
             failure.code = code
             with self.rag.store.admin() as conn:
+                _bounded(conn, self.rag)
                 if conn.execute(queries.OWN_FILE, fence).fetchone() != (True,):
                     log.warning("run %s file %d (%s): attempt %d failed (%s) after a newer attempt took the file; "
                                 "that attempt stores it", run_id, ordinal, name, claimed, _line(exc))
@@ -254,6 +256,7 @@ class Jobs:
                 write_items(conn, tenant, uuid.UUID(run_id), [(index, failure_outcome(source_uri, failure))])
             result = f"failed: {code}"
         with self.rag.store.admin() as conn:
+            _bounded(conn, self.rag)
             conn.execute(queries.LOCK_RUN, {"run_id": run_id})
             conn.execute(queries.FINISH_FILE, fence)  # (an attempt superseded after its last batch finishes nothing)
             _close_run(conn, uuid.UUID(run_id))
@@ -317,6 +320,13 @@ class Jobs:
                 await manager.prune_stalled_workers(s.worker_stalled_s)
             except Exception as exc:  # of any kind: the database away for a while; tried again next time
                 log.warning("could not look for stalled jobs: %s", exc)
+
+
+def _bounded(conn: psycopg.Connection[Any], rag: Ragd) -> None:
+    """This transaction waits for a row lock at most RAGD_DB_LOCK_TIMEOUT_S. A tenant's own SQL session may hold
+    its run's or its file's row (FOR UPDATE of its run, ragd_hold_file); a worker serves every tenant, so it must
+    not wait on one for long: the lock timeout is a transient failure, and the job is tried again later."""
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{rag.settings.db_lock_timeout_s:g}s",))
 
 
 def _line(exc: BaseException) -> str:
