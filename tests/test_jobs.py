@@ -443,8 +443,8 @@ def test_a_tenant_holding_its_own_files_row_does_not_hold_a_worker(client: ragd.
 
     def claim() -> None:
         try:
-            outcome["claim"] = jobs.Jobs(impatient)._ingest_file(_context(jobs.Jobs(impatient), queued.run_id, 0),
-                                                                  str(queued.run_id), 0)
+            side = jobs.Jobs(impatient)
+            outcome["claim"] = side._ingest_file(_context(side, queued.run_id, 0), str(queued.run_id), 0)
         except BaseException as exc:  # (what the attempt raised is what the test looks at)
             outcome["claim"] = exc
 
