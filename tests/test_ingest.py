@@ -269,6 +269,31 @@ def test_bad_inputs_fail_alone_and_keep_stored_data(client: ragd.Ragd, name: str
     assert [i["item_index"] for i in run["items"]] == list(range(len(report.items)))
 
 
+def test_in_memory_documents_are_checked_before_the_run_and_stored_across_growing_batches(
+        client: ragd.Ragd, name: str) -> None:
+    """Documents given in memory are read into blocks as the run reaches them, but a bad one anywhere in the list
+    refuses the whole call before a run starts or anything is stored. Batches grow from a small first one: a run
+    spanning several stores every document once, its items numbered in the order given."""
+    from ragd.errors import InvalidRequest
+    from ragd.ingest.pipeline import batch_limits
+
+    col = client.collection(name)
+    limits = batch_limits()
+    sizes = [next(limits)[0] for _ in range(3)]
+    assert sizes[0] < sizes[1] < sizes[2]
+    n = sizes[0] + sizes[1] + 5  # three batches, the last one partial
+    docs = ({"id": f"m{i:04d}", "text": f"Memo {i} on topic {i % 11}."} for i in range(n))  # a generator
+    bad = [*({"id": f"b{i}", "text": "Fine."} for i in range(n)), {"id": "b-last", "text": None}]
+    with pytest.raises(InvalidRequest, match="non-empty 'id' and a 'text' string"):
+        col.ingest(documents=bad)
+    assert col.documents(limit=10) == [] and col.runs(10) == []
+    report = col.ingest(documents=docs)
+    assert report.count("ingested") == n
+    assert [i.external_id for i in report.items] == [f"m{i:04d}" for i in range(n)]
+    assert {d["external_id"] for d in col.documents(limit=1000)} == {f"m{i:04d}" for i in range(n)}
+    lexical_stats_consistent(client, col)
+
+
 def test_jsonl_records_without_ids_get_stable_ids_from_content_and_position(client: ragd.Ragd, name: str,
                                                                               tmp_path: Path) -> None:
     records = [{"text": "Alpha record about pumps."}, {"text": "Beta record about valves."},
@@ -416,16 +441,18 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
     from ragd.embed import OpenAIEmbedder
     from ragd.embed.openai import MAX_BATCH
     from ragd.errors import ProviderError
-    from ragd.ingest.pipeline import BATCH_DOCS
+    from ragd.ingest.pipeline import BATCH_DOCS, batch_limits
     from ragd.store import queries
 
     served = {"requests": 0}
+    limits = batch_limits()
+    first_two = [next(limits)[0] for _ in range(2)]  # documents in the run's first two batches (one chunk each)
 
     class Dying(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             served["requests"] += 1
-            if served["requests"] > 2 * -(-BATCH_DOCS // MAX_BATCH):  # two batches embed, then the provider is gone
+            if served["requests"] > sum(-(-n // MAX_BATCH) for n in first_two):  # two batches embed, then it is gone
                 self.send_response(503)
                 self.end_headers()
                 return
@@ -452,7 +479,7 @@ def test_a_provider_that_dies_mid_run_stops_it_and_keeps_what_was_committed(sett
         with pytest.raises(ProviderError, match="HTTP 503"):
             col.ingest(documents=docs)
         stored = {d["external_id"] for d in col.documents(limit=5000)}
-        assert stored == {f"d{i:03d}" for i in range(2 * BATCH_DOCS)}  # the two batches embedded before, whole
+        assert stored == {f"d{i:03d}" for i in range(sum(first_two))}  # the two batches embedded before, whole
         assert all(d["chunk_count"] == 1 for d in col.documents(limit=5000))
         found = {h.external_id for h in col.search("topic 3", k=50, fusion="lexical")}
         assert found and found <= stored

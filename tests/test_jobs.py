@@ -266,12 +266,12 @@ def _running_workers(rag: ragd.Ragd, run_id: uuid.UUID, pids: set[int]) -> set[i
 
 def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dict[str, str], settings: Settings,
                                                                     tmp_path: Path) -> None:
-    """30 files (ten of them with three batches' worth of records, so a job commits several) through 3 workers; a
+    """30 files (ten of them with several batches' worth of records, so a job commits several) through 3 workers; a
     worker is killed with SIGKILL at seeded random moments (three times, each replaced): every document is stored
     once, with one version, every item is `ingested` (no file counted twice, none lost) and the run succeeded."""
     from ragd.ingest.pipeline import BATCH_DOCS
 
-    records = 2 * BATCH_DOCS + 100  # three batches a ledger: a job lasts long enough to be killed in
+    records = 2 * BATCH_DOCS + 100  # five batches a ledger (they grow): a job lasts long enough to be killed in
     total = 20 + 10 * records
     rng = random.Random(32)
     folder = tmp_path / "kill"

@@ -12,10 +12,10 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from . import ids
 from .answer import PROMPT_VERSION, Budget, render, select
@@ -428,7 +428,7 @@ class Collection:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         _require_storable("metadata", dict(metadata or {}))
-        docs = [d if isinstance(d, ExtractedDocument) else _document_from_mapping(d) for d in documents]
+        docs = _Documents(documents)
         with span("rag.indexer.index_documents", **{"rag.collection": self.name, "rag.paths": len(paths),
                                                     "rag.documents": len(docs), "rag.uploads": len(uploads)}) as s:
             report = run_ingest(self, list(paths), documents=docs, tags=tags, metadata=dict(metadata or {}),
@@ -760,12 +760,48 @@ def _require_storable(what: str, value: Any) -> None:
         raise InvalidRequest(f"{what} {problem}")
 
 
-def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
+class _Documents(Sequence[ExtractedDocument]):
+    """In-memory documents, each checked at once (a bad one refuses the whole call before anything is stored) and
+    read into blocks when the run reaches it: the first batch is stored while the rest are still being read."""
+
+    def __init__(self, documents: Iterable[ExtractedDocument | Mapping[str, Any]]):
+        self._documents = documents if isinstance(documents, Sequence) else list(documents)
+        for d in self._documents:
+            if not isinstance(d, ExtractedDocument):
+                _check_mapping(d)
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    @overload
+    def __getitem__(self, i: int) -> ExtractedDocument: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[ExtractedDocument]: ...
+
+    def __getitem__(self, i: int | slice) -> ExtractedDocument | Sequence[ExtractedDocument]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        d = self._documents[i]
+        return d if isinstance(d, ExtractedDocument) else _read_mapping(d)
+
+
+def _check_mapping(raw: Mapping[str, Any]) -> None:
     rid, text = raw.get("id"), raw.get("text")
     if not rid or not isinstance(text, str):
         raise InvalidRequest("an in-memory document needs a non-empty 'id' and a 'text' string")
     _require_storable(f"document id {str(rid)!r}:", str(rid))
     _require_storable(f"document {str(rid)!r}: metadata", raw.get("metadata"))
+
+
+def _document_from_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
+    _check_mapping(raw)
+    return _read_mapping(raw)
+
+
+def _read_mapping(raw: Mapping[str, Any]) -> ExtractedDocument:
+    """A checked in-memory document as blocks."""
+    rid, text = raw["id"], raw["text"]
     title = raw.get("title")
     kind = str(raw.get("source_type") or "text")
     body = markdown_blocks(text) if kind == "markdown" else text_blocks(text)

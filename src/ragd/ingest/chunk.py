@@ -128,8 +128,7 @@ def summarize(text: str, kind: str, meta: dict[str, Any]) -> str:
         span = f"{label}: rows {first + 1}-{last}"
         return f"{span} of columns {columns}" if columns else span
     body = " ".join(text.split())
-    sentences = _sentences(body)
-    first_sentence = sentences[0] if sentences else body
+    first_sentence = _first_sentence(body) or body
     if len(first_sentence) <= SUMMARY_CHARS:
         return first_sentence
     cut = first_sentence[:SUMMARY_CHARS].rsplit(" ", 1)[0]
@@ -138,14 +137,31 @@ def summarize(text: str, kind: str, meta: dict[str, Any]) -> str:
 
 def keywords(text: str, n: int = KEYWORDS) -> list[str]:
     """The chunk's most frequent content words (stop words and bare numbers out), ties by first appearance."""
-    counts = collections.Counter(map(str.lower, _KEYWORD.findall(text)))  # counted in C, in first-appearance order
-    words = [w for w in counts if _content_word(w)]  # each distinct word tested once
-    return sorted(words, key=lambda w: -counts[w])[:n]  # sorted is stable: ties stay in first-appearance order
+    # lower-casing an ASCII text first finds the same words; elsewhere it may change what counts as a word character
+    found = _KEYWORD.findall(text.lower()) if text.isascii() else map(str.lower, _KEYWORD.findall(text))
+    counts = collections.Counter(found)  # counted in C, in first-appearance order
+    out: list[str] = []
+    for word, _ in counts.most_common():  # a stable sort, in C: ties stay in first-appearance order
+        if _content_word(word):
+            out.append(word)
+            if len(out) == n:
+                break
+    return out
 
 
 @functools.lru_cache(maxsize=65536)
 def _content_word(word: str) -> bool:
     return not (word in _STOPWORDS or len(word) < 3 or word.replace(".", "").replace(",", "").isdigit())
+
+
+def _first_sentence(text: str) -> str:
+    """_sentences(text)[0] ("" when there is none), without splitting the rest of the text."""
+    start = 0
+    for end in _SENTENCE_END.finditer(text):
+        if piece := text[start : end.start()].strip():
+            return piece
+        start = end.end()
+    return text[start:].strip()
 
 
 def _sentences(text: str) -> list[str]:

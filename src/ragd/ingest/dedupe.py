@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import operator
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -39,25 +40,29 @@ def document_text(doc: ExtractedDocument) -> str:
 
 def signature(text: str) -> np.ndarray:
     """The MinHash signature (NUM_PERM values, as uint64) of the text's word 5-gram shingles: each shingle the
-    five lower-cased words joined by single spaces, in UTF-8."""
-    words = [w.lower().encode() for w in _WORD.findall(text)]
-    joined = b" ".join(words)
+    five lower-cased words joined by single spaces, in UTF-8. The minimum over a set is the same in any order and
+    with repeats, so shingles are hashed as the set yields them, a bounded block at a time."""
+    if text.isascii():  # words found in the lower-cased bytes: the same words, every step in C
+        words = _WORD_ASCII.findall(text.lower().encode("ascii"))
+    else:  # lower-casing may change a word's length or what counts as a word character: word by word
+        words = [w.lower().encode() for w in _WORD.findall(text)]
     if len(words) <= SHINGLE:
-        shingles = {joined}
-    else:  # each shingle a slice of the joined words: no join or encode per shingle
-        starts = list(itertools.accumulate((len(w) + 1 for w in words), initial=0))
-        shingles = {joined[starts[i] : starts[i + SHINGLE] - 1] for i in range(len(words) - SHINGLE + 1)}
-    ordered = sorted(shingles)
+        shingles = {b" ".join(words)}
+    else:
+        shingles = set(map(b" ".join, zip(*(words[i:] for i in range(SHINGLE)))))
     a, b = _permutations()
     out = np.full(NUM_PERM, 0xFFFFFFFF, dtype=np.uint32)
-    for start in range(0, len(ordered), _BLOCK):  # a bounded block at a time: a huge document stays small
-        digests = b"".join(hashlib.sha1(s).digest()[:4] for s in ordered[start : start + _BLOCK])
-        hashed = _fmix32(np.frombuffer(digests, dtype="<u4").astype(np.uint32))
+    each = iter(shingles)
+    while block := list(itertools.islice(each, _BLOCK)):  # a huge document stays small
+        digests = b"".join(map(_DIGEST, map(hashlib.sha1, block)))  # 20 bytes each: the first 4 are the hash
+        hashed = _fmix32(np.frombuffer(digests, dtype="<u4").reshape(-1, 5)[:, 0].astype(np.uint32))
         out = np.minimum(out, (hashed[:, None] * a + b).min(axis=0))  # uint32 arithmetic wraps mod 2**32
     return out.astype(np.uint64)
 
 
 _BLOCK = 4096
+_DIGEST = operator.methodcaller("digest")
+_WORD_ASCII = re.compile(rb"\w+")  # on ASCII bytes \w is [A-Za-z0-9_], as str's \w on ASCII characters
 
 
 @functools.cache
@@ -82,12 +87,15 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
 
 def band_keys(sig: np.ndarray) -> list[int]:
     """One signed 64-bit key per LSH band (band number and its rows hashed together)."""
-    keys = []
-    for band in range(BANDS):
-        chunk = sig[band * ROWS : (band + 1) * ROWS].astype("<u8").tobytes()
-        digest = hashlib.blake2b(band.to_bytes(2, "little") + chunk, digest_size=8).digest()
-        keys.append(int.from_bytes(digest, "little", signed=True))
+    rows = sig.astype("<u8").tobytes()
+    width = ROWS * 8
+    digests = b"".join(hashlib.blake2b(_BAND_PREFIX[band] + rows[band * width : (band + 1) * width],
+                                       digest_size=8).digest() for band in range(BANDS))
+    keys: list[int] = np.frombuffer(digests, dtype="<i8").tolist()
     return keys
+
+
+_BAND_PREFIX = [band.to_bytes(2, "little") for band in range(BANDS)]
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:

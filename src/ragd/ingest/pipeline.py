@@ -73,6 +73,19 @@ Duplicates = Literal["skip", "keep"]
 # stored SciFact (5,183 abstracts, given vectors) in 11.3-11.4 s against 12.1-12.7 s at 256/512, same run.
 BATCH_DOCS = 512
 BATCH_CHUNKS = 1024
+# A run's first batch is smaller, and each next one twice the one before up to those bounds: the database starts
+# writing while the rest is still being prepared, instead of waiting for a whole batch to be chunked and embedded.
+FIRST_BATCH_DOCS = 64
+
+
+def batch_limits() -> Iterator[tuple[int, int]]:
+    """The documents and chunks at which each batch of a run is committed, in order."""
+    docs = FIRST_BATCH_DOCS
+    while True:
+        yield docs, BATCH_CHUNKS * docs // BATCH_DOCS
+        docs = min(BATCH_DOCS, 2 * docs)
+
+
 # failures that are not a document's fault: they stop the run instead of failing its items one by one
 STOP_CODES = frozenset({"provider_unavailable", "model_not_available", "dimension_mismatch", "database_unavailable",
                         "originals_unavailable", "superseded"})
@@ -1012,10 +1025,12 @@ def run_ingest(
                                                                      follow_symlinks=options.follow_symlinks)]
         named = {u[1].resolve(): (u[0], u[2] if len(u) == 3 else f"upload:{u[0]}") for u in uploads}
         sources += [u[1] for u in uploads]
-        extra = list(documents)
+        extra = documents if isinstance(documents, Sequence) else list(documents)  # (read as the run reaches them)
         total = len(sources) + len(extra)
         batch: list[_Prepared] = []
         batch_chunks = 0
+        limits = batch_limits()
+        max_docs, max_chunks = next(limits)
 
         def commit(full: list[_Prepared]) -> None:
             stages.commit(lambda: _ahead(col, full),
@@ -1024,7 +1039,7 @@ def run_ingest(
         def add(doc: ExtractedDocument | Exception, uri: str, seconds: float = 0.0,
                 original: tuple[Path, str] | None = None) -> None:
             """One item: `seconds` its share of its file's extraction, `original` the file and its name."""
-            nonlocal batch, batch_chunks
+            nonlocal batch, batch_chunks, max_docs, max_chunks
             index = state.take_index()
             if part is not None and (index in part.done or index >= part.base + PART_ITEMS):
                 return  # stored by a killed attempt of this job (or past what one file of a queued run may hold)
@@ -1045,9 +1060,10 @@ def run_ingest(
                 failure = dataclasses.replace(failure_outcome(doc.source_uri, exc),
                                               extract_seconds=seconds + time.perf_counter() - begun)
                 stages.call(lambda: _fail(state, index, failure))
-            if len(batch) >= BATCH_DOCS or batch_chunks >= BATCH_CHUNKS:
+            if len(batch) >= max_docs or batch_chunks >= max_chunks:
                 commit(batch)
                 batch, batch_chunks = [], 0
+                max_docs, max_chunks = next(limits)
 
         for done, (src, extracted, seconds) in enumerate(extraction.each(sources), start=1):
             if isinstance(src, IngestError):
