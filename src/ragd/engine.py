@@ -378,34 +378,31 @@ class Collection:
                                                        self.vector_type))
         return True
 
-    def write_artifacts(self, versions: Sequence[tuple[uuid.UUID, ExtractedDocument]]) -> dict[uuid.UUID, str]:
-        """The extracted blocks of new versions, kept as JSON under RAGD_HOME: one JSON Lines pack per ingest
-        batch (a line per version), each version's URI the pack's file:// URI with its version id as the fragment
-        (read one back with load_artifact). One file per batch, not per version: creating a file costs far more
-        than writing one (~1 ms of system time each here), and a million documents are not a million files.
-        Packs are content-addressed (named by their versions), so writing one again is harmless; each is written
-        to a temporary name and renamed, so a reader never sees half a pack."""
-        if not versions:
+    def write_artifacts(self, lines: Sequence[tuple[uuid.UUID, str]]) -> dict[uuid.UUID, str]:
+        """The extracted blocks of new versions (each version's `artifact_line`), kept as JSON under RAGD_HOME: one
+        JSON Lines pack per ingest batch (a line per version), each version's URI the pack's file:// URI with its
+        version id as the fragment (read one back with load_artifact). One file per batch, not per version:
+        creating a file costs far more than writing one (~1 ms of system time each here), and a million documents
+        are not a million files. Packs are content-addressed (named by their versions), so writing one again is
+        harmless; each is written to a temporary name and renamed, so a reader never sees half a pack."""
+        if not lines:
             return {}
         folder = _artifact_folder(self.settings.artifacts, self.collection_id)
-        ordered = sorted(dict(versions).items(), key=lambda v: str(v[0]))  # a version once
+        ordered = sorted(dict(lines).items(), key=lambda v: str(v[0]))  # a version once
         name = hashlib.sha256("\n".join(str(v) for v, _ in ordered).encode("ascii")).hexdigest()[:32]
         path = folder / f"pack-{name}.jsonl"
         if not path.exists():
-            lines = "".join(json.dumps({"doc_version_id": str(version), "external_id": doc.external_id,
-                                        "source_uri": doc.source_uri, "source_type": doc.source_type,
-                                        "title": doc.title, "blocks": [dataclasses.asdict(b) for b in doc.blocks]},
-                                       ensure_ascii=False, sort_keys=True) + "\n" for version, doc in ordered)
+            text = "".join(line for _, line in ordered)
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
             try:
-                tmp.write_text(lines, encoding="utf-8")
+                tmp.write_text(text, encoding="utf-8")
             except FileNotFoundError:  # the folder was removed since it was made: make it again
                 _artifact_folder.cache_clear()
                 _artifact_folder(self.settings.artifacts, self.collection_id)
-                tmp.write_text(lines, encoding="utf-8")
+                tmp.write_text(text, encoding="utf-8")
             tmp.replace(path)
         uri = path.as_uri()
-        return {version: f"{uri}#{version}" for version, _ in versions}
+        return {version: f"{uri}#{version}" for version, _ in lines}
 
     # -- ingest -------------------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ class Collection(Protocol):
 
     def ensure_vector_index(self) -> bool: ...
 
-    def write_artifacts(self, versions: Sequence[tuple[uuid.UUID, ExtractedDocument]]) -> dict[uuid.UUID, str]: ...
+    def write_artifacts(self, lines: Sequence[tuple[uuid.UUID, str]]) -> dict[uuid.UUID, str]: ...
 
 
 # A queued run's file numbers its items from its ordinal times this (a container holds at most this many documents)
@@ -148,6 +148,7 @@ class _Prepared:
     signature: np.ndarray | None = None
     band_keys: list[int] = field(default_factory=list)
     artifact_uri: str | None = None  # written once planned as new, before the commit
+    artifact_line: str | None = None  # its line in the artifact pack, made while the batch before is written
     action: str = "new"
     version_id: uuid.UUID | None = None
     version_number: int = 1
@@ -611,6 +612,7 @@ def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     fresh = [p for p in batch if stored.get(p.doc_id) != p.content_hash]
     for p in fresh:
         _sign(p)
+        _serialize(p)  # its artifact's line (written only if the commit stores the version)
     texts = [c.search_text for p in fresh for c in p.chunks]
     ahead = _Ahead()
     vectors = embed_cached(col, texts, ahead)
@@ -757,9 +759,24 @@ def _keep_originals(conn: psycopg.Connection[Any], col: Collection, state: _RunS
 def _artifacts(col: Collection, new: list[_Prepared]) -> None:
     """The new versions' extracted blocks, one pack for them all (content-addressed by version id)."""
     versions = [make_version_id(p.doc_id, p.content_hash) for p in new]
-    uris = col.write_artifacts([(v, p.doc) for v, p in zip(versions, new)])
+    for p in new:
+        _serialize(p)
+    uris = col.write_artifacts([(v, p.artifact_line or "") for v, p in zip(versions, new)])
     for v, p in zip(versions, new):
         p.artifact_uri = uris[v]
+
+
+def artifact_line(version: uuid.UUID, doc: ExtractedDocument) -> str:
+    """A version's line of an artifact pack: its extracted document and blocks as one JSON object."""
+    return json.dumps({"doc_version_id": str(version), "external_id": doc.external_id, "source_uri": doc.source_uri,
+                       "source_type": doc.source_type, "title": doc.title,
+                       "blocks": [vars(b) for b in doc.blocks]},  # (tuples are written as arrays, as asdict's)
+                      ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _serialize(p: _Prepared) -> None:
+    if p.artifact_line is None:
+        p.artifact_line = artifact_line(make_version_id(p.doc_id, p.content_hash), p.doc)
 
 
 def _version(p: _Prepared) -> uuid.UUID:
