@@ -294,6 +294,51 @@ def test_in_memory_documents_are_checked_before_the_run_and_stored_across_growin
     lexical_stats_consistent(client, col)
 
 
+def test_each_chunk_holds_the_servers_lexemes_of_its_search_text_made_ahead_or_in_its_commit(
+        settings: Any, name: str) -> None:
+    """A batch's lexemes are made on another connection while the batch before is written; a batch whose work
+    ahead failed (here the embedder's first call: the commit embeds for itself) has them made in its commit. Either
+    way every chunk holds exactly PostgreSQL's to_tsvector('english', ...) of its search text (heading path, then
+    content) and its BM25 length, and the collection's statistics agree with its postings."""
+    from ragd.embed import HashingEmbedder
+    from ragd.ingest.pipeline import batch_limits
+
+    class FailsOnce(HashingEmbedder):
+        calls = 0
+
+        def embed_documents(self, texts: Any) -> Any:
+            FailsOnce.calls += 1
+            if FailsOnce.calls == 1:
+                raise ValueError("a hiccup ahead of the commit")
+            return super().embed_documents(texts)
+
+    client = ragd.connect(settings=settings, embedder=FailsOnce(384))
+    try:
+        col = client.collection(name)
+        n = next(batch_limits())[0] + 20  # the first batch's lexemes made in its commit, the second's ahead
+        docs = [{"id": f"h{i:03d}", "source_type": "markdown",
+                 "text": f"# Guide {i % 5}\n\n## Running {i}\n\nThe runners' shoes ran {i} miles; CAFÉ naïve x{i}."}
+                for i in range(n)]
+        report = col.ingest(documents=docs)
+        assert report.count("ingested") == n and FailsOnce.calls > 2
+        with client.store.admin() as conn:
+            differ, total = conn.execute("""
+                SELECT count(*) FILTER (WHERE c.lexemes IS DISTINCT FROM to_tsvector('english', st.t)
+                                           OR c.lex_len <> (SELECT COALESCE(sum(COALESCE(cardinality(u.positions), 1)),
+                                                                            0) FROM unnest(c.lexemes) u)),
+                       count(*)
+                FROM chunks c CROSS JOIN LATERAL (
+                    SELECT CASE WHEN jsonb_array_length(c.heading_path) = 0 THEN c.content
+                           ELSE (SELECT string_agg(h, ' > ' ORDER BY k)
+                                 FROM jsonb_array_elements_text(c.heading_path) WITH ORDINALITY AS x(h, k))
+                                || E'\\n\\n' || c.content END AS t) st
+                WHERE c.collection_id = %s""", (col.collection_id,)).fetchone()
+        assert total == n and differ == 0
+        lexical_stats_consistent(client, col)
+    finally:
+        client.close()
+
+
 def test_jsonl_records_without_ids_get_stable_ids_from_content_and_position(client: ragd.Ragd, name: str,
                                                                               tmp_path: Path) -> None:
     records = [{"text": "Alpha record about pumps."}, {"text": "Beta record about valves."},

@@ -231,12 +231,19 @@ SELECT c, %(tenant_id)s, %(collection_id)s, d, v, i, hp::jsonb, ty, ct, ch, tc,
        lx.tsv, true, (SELECT first FROM base) + (n - 1)::integer, ln.len
 FROM unnest(%(chunk_ids)b::uuid[], %(doc_ids)b::uuid[], %(versions)b::uuid[], %(indexes)b::int8[],
             %(heading_paths)b::text[], %(types)b::text[], %(contents)b::text[], %(hashes)b::text[], %(tokens)b::int[],
-            %(tags)b::text[], %(metadata)b::text[], %(effective)b::text[], %(search_texts)b::text[])
-     WITH ORDINALITY AS x(c, d, v, i, hp, ty, ct, ch, tc, g, m, e, st, n)
-CROSS JOIN LATERAL (SELECT to_tsvector('english', st) AS tsv OFFSET 0) lx  -- (OFFSET 0: computed once, not per use)
+            %(tags)b::text[], %(metadata)b::text[], %(effective)b::text[], %(search_texts)b::text[],
+            %(lexemes)b::text[])
+     WITH ORDINALITY AS x(c, d, v, i, hp, ty, ct, ch, tc, g, m, e, st, lt, n)
+-- a chunk's lexemes as LEXEMES gave them before the transaction, else made here (OFFSET 0: once, not per use)
+CROSS JOIN LATERAL (SELECT COALESCE(lt::tsvector, to_tsvector('english', st)) AS tsv OFFSET 0) lx
 -- the BM25 length: every occurrence of every lexeme
 CROSS JOIN LATERAL (SELECT COALESCE(sum(COALESCE(cardinality(u.positions), 1)), 0)::integer AS len
                     FROM unnest(lx.tsv) u) ln"""
+
+# The lexemes of chunks' search texts, in order (as text: tsvector's output reads back as the same value), made
+# outside the transaction that stores them, on another connection, while the batch before is written.
+LEXEMES = """
+SELECT to_tsvector('english', s)::text FROM unnest(%(texts)b::text[]) WITH ORDINALITY AS x(s, n) ORDER BY n"""
 
 INSERT_EMBEDDINGS = """
 INSERT INTO chunk_embeddings (chunk_id, tenant_id, collection_id, embed_model, embedding, is_active)
