@@ -767,9 +767,7 @@ def _keep_originals(conn: psycopg.Connection[Any], col: Collection, state: _RunS
 def _artifacts(col: Collection, new: list[_Prepared]) -> None:
     """The new versions' extracted blocks, one pack for them all (content-addressed by version id)."""
     versions = [make_version_id(p.doc_id, p.content_hash) for p in new]
-    for p in new:
-        _serialize(p)
-    uris = col.write_artifacts([(v, p.artifact_line or "") for v, p in zip(versions, new)])
+    uris = col.write_artifacts([(v, _serialize(p)) for v, p in zip(versions, new)])
     for v, p in zip(versions, new):
         p.artifact_uri = uris[v]
 
@@ -782,9 +780,11 @@ def artifact_line(version: uuid.UUID, doc: ExtractedDocument) -> str:
                       ensure_ascii=False, sort_keys=True) + "\n"
 
 
-def _serialize(p: _Prepared) -> None:
+def _serialize(p: _Prepared) -> str:
+    """The version's artifact line, made once (ahead of the commit, or by it)."""
     if p.artifact_line is None:
         p.artifact_line = artifact_line(make_version_id(p.doc_id, p.content_hash), p.doc)
+    return p.artifact_line
 
 
 def _version(p: _Prepared) -> uuid.UUID:
