@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import resource
 import statistics
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 import ragd
 from ragd.config import Settings
@@ -38,6 +42,25 @@ def chunk_texts(docs: Sequence[Mapping[str, object]]) -> list[str]:
 
     counter, policy = default_token_counter(), ChunkPolicy()
     return [c.search_text for d in docs for c in chunk_blocks(_document_from_mapping(d).blocks, policy, counter)[0]]
+
+
+def embed_once(texts: list[str], what: str, cache: Path, query: bool = False) -> dict[str, np.ndarray]:
+    """bge-small-en vectors of texts (as queries or documents), computed once and kept in `cache`, named by what
+    and a digest of the texts, so a later run (or another benchmark over the same texts) reads them back."""
+    from ragd.embed import OnnxEmbedder
+
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{what}-{hashlib.sha256(chr(0).join(texts).encode('utf-8')).hexdigest()[:16]}.npy"
+    if path.exists():
+        matrix = np.load(path)
+    else:
+        model = OnnxEmbedder()
+        t0 = time.perf_counter()
+        matrix = np.stack([model.embed_query(t) for t in texts]) if query else model.embed_documents(texts)
+        print(f"embedded {len(texts)} {what} once with bge-small-en: {len(texts) / (time.perf_counter() - t0):.1f}/s",
+              flush=True)
+        np.save(path, matrix)
+    return dict(zip(texts, matrix, strict=True))
 
 
 def scifact_queries() -> list[str]:

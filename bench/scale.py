@@ -5,21 +5,29 @@
 Corpus: documents of real sentences (SciFact abstracts and SQuAD paragraphs, split into sentences and drawn again
 with a seeded generator per document: 2 to 9 sentences each, so the vocabulary and lengths follow real text and
 each document is about one chunk; the sentences of the documents SciFact's judged queries find relevant are not
-drawn), the SciFact corpus itself first (so its judged queries measure quality at each size). Vectors come from
-the hashing embedder (384 dimensions, as the default model's), so the embedder is not the bottleneck. Document i
-is the same on every run: with --home the database is kept and a later run resumes the build where it stopped
-(or skips it).
+drawn), the SciFact corpus itself first (so its judged queries measure quality at each size).
+
+Vectors are given, so the embedder is not the bottleneck. `--vectors bge-mix` (the default): every pool sentence,
+every SciFact chunk and every query is embedded once with the default model (bge-small-en; kept under
+bench/results/scale), and a drawn chunk's vector is the normalised mean of its sentences' vectors. So the vectors
+have the neighbourhood structure of real embeddings (HNSW recall means something) at the cost of a lookup; a mean
+of unrelated sentences sits nearer the centre than a real document does, which makes neighbours harder to tell
+apart, not easier. `--vectors hash`: the hashing embedder (no neighbourhood structure; recall is low by nature).
+Document i is the same on every run: with --home the database is kept and a later run resumes the build where it
+stopped (or skips it).
 
 Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
 tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
 (vector, lexical, weighted, weighted+rerank), cold (each query's first run after the build) and warm (its second);
-HNSW recall@10 against exact search with the ef_search used; and SciFact's nDCG@10 (lexical, weighted) on the
+HNSW recall@10 against exact search per ef_search (with --compare, also for an index of the other vector type built
+beside it over the same rows, and both sizes); and SciFact's nDCG@10 (lexical, weighted) on the
 judged queries, which must hold as the collection grows around them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import random
@@ -27,10 +35,12 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import psycopg
-from _common import DATA, SCIFACT, pct, private_ragd, scifact_docs
+from _common import DATA, SCIFACT, chunk_texts, embed_once, pct, private_ragd, scifact_docs
 
+import ragd
 from ragd.eval import metrics
 from ragd.retrieve.legs import vector_leg
 from ragd.store import queries as sql_text
@@ -38,7 +48,35 @@ from ragd.types import Filters
 
 SPLIT = re.compile(r"(?<=[.!?])\s+")
 REAL = 5183  # SciFact's corpus, first
-COLLECTION = "scale-v2"  # v2: the judged documents' sentences are not drawn (v1 drew them)
+CACHE = Path(__file__).resolve().parent / "results" / "scale"
+
+
+class SentenceMix:
+    """The default model's vectors, looked up: a text embedded once (a SciFact chunk, a query) has its own; any
+    other chunk the normalised mean of its sentences' (its title line and sentences cut by the chunk's edge are not
+    in the pool and count for nothing). A chunk with no known sentence is an error, never a guess."""
+
+    name = "bge-small-en-mix"
+    dims = 384
+
+    def __init__(self, whole: dict[str, np.ndarray], sentences: dict[str, np.ndarray]):
+        self._whole, self._sentences = whole, sentences
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vector(t) for t in texts]).astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._whole[text].astype(np.float32)
+
+    def _vector(self, text: str) -> np.ndarray:
+        if text in self._whole:
+            return self._whole[text]
+        body = text.split("\n\n", 1)[-1]
+        found = [self._sentences[s] for s in SPLIT.split(body) if s in self._sentences]
+        if not found:
+            raise ValueError(f"no pool sentence in chunk {text[:60]!r}")
+        mean = np.mean(found, axis=0)
+        return mean / np.linalg.norm(mean)
 
 
 def sentence_pool() -> list[str]:
@@ -99,15 +137,25 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--step", type=int, default=20000, help="documents per ingest call")
     parser.add_argument("--ef", default="40,100,200,400", help="HNSW ef_search values to measure recall@10 at")
-    parser.add_argument("--halfvec", action="store_true",
-                        help="also build a halfvec HNSW index over the same rows and measure it beside the float4 one")
+    parser.add_argument("--vectors", choices=("bge-mix", "hash"), default="bge-mix")
+    parser.add_argument("--vector-type", choices=("halfvec", "vector"), default="halfvec",
+                        help="the collection's vector type (halfvec is ragd's default for new collections)")
+    parser.add_argument("--compare", action="store_true",
+                        help="also build an HNSW index of the other vector type over the same rows and measure it")
     args = parser.parse_args()
     pool = sentence_pool()
     asked = queries(pool, args.queries)
     judged = _judged()
-    # the collection's own index float4 (a halfvec one is built beside it with --halfvec, to compare)
-    with private_ragd("hash", args.home, vector_type="vector") as client:
-        col = client.collection(COLLECTION)
+    with private_ragd("hash", args.home, vector_type=args.vector_type) as client, \
+            contextlib.ExitStack() as stack:
+        if args.vectors == "bge-mix":
+            real = documents(pool, 0, REAL)
+            whole = embed_once(sorted(set(chunk_texts(real))), "scifact-chunks", CACHE)
+            whole |= embed_once(sorted(set(asked) | set(judged[0].values())), "queries", CACHE, query=True)
+            mix = SentenceMix(whole, embed_once(sorted(set(pool)), "sentences", CACHE))
+            client = stack.enter_context(contextlib.closing(ragd.connect(settings=client.settings, embedder=mix)))
+        # v2: the judged documents' sentences are not drawn (v1 drew them); v3: the vectors named
+        col = client.collection(f"scale-v3-{args.vectors}-{args.vector_type}")
         pgdata = client.settings.pgdata
         server_peak = 0.0
         print(f"sentence pool {len(pool)}; {len(asked)} queries; {len(judged[0])} judged SciFact queries; "
@@ -139,7 +187,7 @@ def main() -> None:
                   f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped")
             with psycopg.connect(client.store.url, autocommit=True) as conn:
                 conn.execute("VACUUM (ANALYZE)")
-            measure(client, col, size, asked, judged, pgdata, [int(e) for e in args.ef.split(",")], args.halfvec)
+            measure(client, col, size, asked, judged, pgdata, [int(e) for e in args.ef.split(",")], args.compare)
             server_peak = max(server_peak, server_rss_mb(pgdata))
             print(f"peak RSS: client {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
                   f"{server_peak:.0f} MB")
@@ -169,7 +217,7 @@ def _judged() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
 
 
 def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # type: ignore[no-untyped-def]
-            efs: list[int], halfvec: bool) -> None:
+            efs: list[int], compare: bool) -> None:
     with client.store.admin() as conn:
         chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
                               (col.collection_id,)).fetchone()[0]
@@ -193,7 +241,7 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
     exact = {q: {h.chunk_id for h in col.search(q, k=10, fusion="vector", exact=True)} for q in asked}
     qvecs = {q: col.embedder.embed_query(q) for q in asked}
-    sweep(client, col, asked, exact, qvecs, efs, "vector")
+    sweep(client, col, asked, exact, qvecs, efs, col.vector_type)
     texts, qrels = judged
     for name in ("lexical", "weighted"):
         runs: dict[str, list[str]] = {}
@@ -202,20 +250,22 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
             runs[qid] = list(dict.fromkeys(ranked))[:10]
         score = metrics.evaluate(runs, qrels)["ndcg@10"]
         print(f"SciFact nDCG@10 {name}: {score:.4f} ({len(texts)} judged queries)", flush=True)
-    if halfvec:  # a second index over the same rows at half precision (its own name; queries cast to match it),
+    if compare:  # a second index over the same rows of the other type (its own name; queries cast to match it),
         # last: at 1M its build is the longest step of the measurement
-        name = f"scale_halfvec_{col.collection_id.hex[:16]}"
+        other = "vector" if col.vector_type == "halfvec" else "halfvec"
+        name = f"scale_{other}_{col.collection_id.hex[:16]}"
         t = time.perf_counter()
         with psycopg.connect(client.store.url, autocommit=True) as conn:
-            index = sql_text.create_hnsw_index(col.collection_id, col.embed_model, col.dims, "halfvec")
+            index = sql_text.create_hnsw_index(col.collection_id, col.embed_model, col.dims, other)
             conn.execute(index.as_string(conn).replace(sql_text.hnsw_index_name(col.collection_id), name, 1))
             built = time.perf_counter() - t
             both = conn.execute("SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname IN (%s, %s) "
                                 "ORDER BY 1", (sql_text.hnsw_index_name(col.collection_id), name)).fetchall()
-        print(f"halfvec index built in {built:.0f} s; HNSW index sizes: "
-              + ", ".join(f"{'halfvec' if n == name else 'vector'} {b / 2**20:.0f} MB" for n, b in both), flush=True)
+        print(f"{other} index built in {built:.0f} s; HNSW index sizes: "
+              + ", ".join(f"{other if n == name else col.vector_type} {b / 2**20:.0f} MB" for n, b in both),
+              flush=True)
         try:
-            sweep(client, col, asked, exact, qvecs, efs, "halfvec")
+            sweep(client, col, asked, exact, qvecs, efs, other)
         finally:  # gone again: every later insert would update both graphs
             with psycopg.connect(client.store.url, autocommit=True) as conn:
                 conn.execute(f"DROP INDEX IF EXISTS {name}")

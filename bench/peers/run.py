@@ -18,7 +18,6 @@ least a store searchable both ways does), so the frameworks' and ragd's ingest t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -35,9 +34,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from _common import SCIFACT, chunk_texts, pct, peak_rss_mb, private_ragd, scifact_docs  # noqa: E402
+from _common import SCIFACT, chunk_texts, embed_once, pct, peak_rss_mb, private_ragd, scifact_docs  # noqa: E402
 
-from ragd.embed import OnnxEmbedder  # noqa: E402
 from ragd.embed.base import Vectors  # noqa: E402
 from ragd.engine import retrieve  # noqa: E402
 from ragd.eval import metrics  # noqa: E402
@@ -69,27 +67,6 @@ class Given:
 
     def embed_query(self, text: str) -> Vectors:
         return self._queries[text].astype(np.float32)
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def embed_once(texts: list[str], what: str, query: bool = False) -> dict[str, np.ndarray]:
-    """bge-small-en vectors of texts, from the cache when every one is there."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
-    path = CACHE / f"{what}-{digest}.npy"
-    if path.exists():
-        matrix = np.load(path)
-    else:
-        model = OnnxEmbedder()
-        t0 = time.perf_counter()
-        matrix = np.stack([model.embed_query(t) for t in texts]) if query else model.embed_documents(texts)
-        print(f"embedded {len(texts)} {what} once with bge-small-en: {len(texts) / (time.perf_counter() - t0):.1f}/s",
-              flush=True)
-        np.save(path, matrix)
-    return dict(zip(texts, matrix))
 
 
 def peers_venv() -> Path:
@@ -167,8 +144,8 @@ def main() -> None:
     # the text a framework is given is the text ragd embeds for a one-chunk document: the title, a blank line, the body
     peer_texts = [f"{d['title']}\n\n{d['text']}" if d["title"] else d["text"] for d in docs]
     ragd_texts = chunk_texts(docs)
-    vectors = embed_once(sorted(set(peer_texts) | set(ragd_texts)), "scifact-docs")
-    query_vectors = embed_once(list(dataset.queries.values()), "scifact-queries", query=True)
+    vectors = embed_once(sorted(set(peer_texts) | set(ragd_texts)), "scifact-docs", CACHE)
+    query_vectors = embed_once(list(dataset.queries.values()), "scifact-queries", CACHE, query=True)
     python = peers_venv() if any(s in PEERS for s in systems) else None
 
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
