@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 
 import psycopg
 import pytest
 
+import ragd
 from ragd import ids
 from ragd.config import Settings
 from ragd.engine import Ragd
@@ -233,7 +235,7 @@ def test_the_embedded_server_sizes_its_buffers_to_the_machine(tmp_path) -> None:
         "512MB", "512MB", "2GB", "6GB", "8GB"]
     assert embedded.settings(24 << 30)["effective_cache_size"] == "12GB"
     assert embedded.settings((24 << 30) - (300 << 20))["shared_buffers"] == "6016MB"  # in steps of 128 MB
-    wanted = embedded.settings(embedded._memory())
+    wanted = embedded.settings(embedded.memory())
     url = embedded.start(tmp_path / "pgdata")
     try:
         with psycopg.connect(url) as conn:
@@ -335,6 +337,57 @@ def test_a_missing_or_invalid_vector_index_is_rebuilt_by_the_next_ingest(client,
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'DROP INDEX "{index}"')
     assert col.ensure_vector_index() is True and _index_state(client, col) is True
+
+
+def test_a_parallel_vector_index_build_without_room_in_shared_memory_is_built_serially(
+        fresh_database: str, settings: Settings) -> None:
+    """A server whose maintenance_work_mem is larger than its /dev/shm (Docker gives 64 MB) fails pgvector's
+    parallel build, which takes one shared segment that large: the build is dropped and run again serially, so the
+    collection gets its index and the ingest no warning; the pooled session's settings are restored."""
+    store_settings = settings.model_copy(update={"database_url": fresh_database})
+    ragd.connect(settings=store_settings).close()  # migrated
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        database = conn.execute("SELECT current_database()").fetchone()[0]
+        conn.execute(f'ALTER DATABASE "{database}" SET maintenance_work_mem = \'1TB\'')  # more than any /dev/shm
+        conn.execute("ALTER TABLE chunk_embeddings SET (parallel_workers = 2)")  # parallel however small
+        conn.execute("CREATE TABLE probe (e vector(8))")
+        conn.execute("INSERT INTO probe SELECT array_fill(i::real, ARRAY[8])::vector FROM generate_series(1, 50) i")
+        conn.execute("ALTER TABLE probe SET (parallel_workers = 2)")
+    with psycopg.connect(fresh_database, autocommit=True) as conn, \
+            pytest.raises(psycopg.errors.DiskFull, match="shared memory"):  # what the server does without ragd
+        conn.execute("CREATE INDEX ON probe USING hnsw (e vector_cosine_ops)")
+    rag = ragd.connect(settings=store_settings)
+    try:
+        col = rag.collection("shm")
+        report = col.ingest(documents=[{"id": f"d{i}", "text": f"Room {i} opens with badge {i * 7}."}
+                                       for i in range(40)])
+        assert report.count("ingested") == 40
+        assert col.run(str(report.run_id))["stats"].get("warnings", []) == []
+        assert _index_state(rag, col) is True
+        with rag.store.maintenance() as conn:
+            assert conn.execute("SHOW max_parallel_maintenance_workers").fetchone() == ("2",)
+            assert conn.execute("SHOW maintenance_work_mem").fetchone() == ("1TB",)
+        hits = col.search("badge 91", k=3, fusion="vector")
+        assert hits and hits[0].external_id == "d13"
+    finally:
+        rag.close()
+
+
+def test_the_embedded_server_sizes_an_index_builds_memory_to_its_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pgvector's graph for 1M halfvec(384) rows needs ~1.6 GB, far over the 512 MB configured; the build gets it
+    (up to an eighth of memory) and runs in parallel only where /dev/shm holds that much."""
+    from ragd.store import queries
+
+    graph = queries.hnsw_graph_bytes(1_000_000, 384, "halfvec")
+    assert 1.4e9 < graph < 1.8e9 and queries.hnsw_graph_bytes(1_000_000, 384, "vector") > 2.2e9
+    configured = 512 << 20
+    size, parallel = embedded.index_build_memory(graph, configured)
+    assert size == min(graph, max(configured, embedded.memory() // 8)) >= configured
+    assert embedded.index_build_memory(10 << 20, configured)[0] == configured  # never below the setting
+    shm = os.statvfs("/dev/shm")
+    assert parallel == (shm.f_bavail * shm.f_frsize >= size + (64 << 20))
+    assert embedded.index_build_memory(configured, configured, "/proc")[1] is False  # a filesystem with no room
+    assert embedded.index_build_memory(configured, configured, str(tmp_path / "missing"))[1] is False
 
 
 def test_a_store_at_migration_17_keeps_its_rows_through_the_queue_and_the_tenant_keys(

@@ -374,8 +374,12 @@ class Collection:
                     return False  # another process is building it
                 if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
                     conn.execute(queries.drop_hnsw_index(self.collection_id))
-                conn.execute(queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims,
-                                                       self.vector_type))
+                rows = conn.execute(queries.INDEXED_ROWS, {"collection_id": self.collection_id,
+                                                           "embed_model": self.embed_model}).fetchone()
+                self.store.build_hnsw_index(
+                    conn, queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims, self.vector_type),
+                    queries.drop_hnsw_index(self.collection_id),
+                    queries.hnsw_graph_bytes(rows[0] if rows else 0, self.dims, self.vector_type))
         return True
 
     def write_artifacts(self, lines: Sequence[tuple[uuid.UUID, str]]) -> dict[uuid.UUID, str]:

@@ -63,12 +63,25 @@ def start(pgdata: Path) -> str:
     return server.get_uri(database=DATABASE)
 
 
-def _memory() -> int:
+def memory() -> int:
     """Bytes of memory this machine gives, or its container's limit when lower."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     with contextlib.suppress(OSError, ValueError):
         total = min(total, int(Path("/sys/fs/cgroup/memory.max").read_text().strip()))  # "max": no limit
     return total
+
+
+def index_build_memory(graph_bytes: int, configured: int, shm: str = "/dev/shm") -> tuple[int, bool]:
+    """(maintenance_work_mem in bytes, parallel?) for an HNSW build of a graph of graph_bytes on this server: the
+    graph's size, at least what is configured and at most an eighth of memory; parallel only when the shared memory
+    folder holds a segment that large with room to spare (each parallel build takes one)."""
+    size = min(max(graph_bytes, configured), max(configured, memory() // 8))
+    try:
+        vfs = os.statvfs(shm)
+        free = vfs.f_bavail * vfs.f_frsize
+    except OSError:
+        free = 0
+    return size, free >= size + (64 << 20)
 
 
 def _size(mb: int) -> str:
@@ -98,7 +111,7 @@ def _tune(base_url: str) -> bool:
     import psycopg
     from psycopg import sql
 
-    wanted = settings(_memory())
+    wanted = settings(memory())
     with psycopg.connect(base_url, autocommit=True) as conn:
         current = conn.execute("SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
                                (list(wanted),)).fetchall()

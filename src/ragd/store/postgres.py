@@ -364,6 +364,36 @@ class Store:
                 with contextlib.suppress(psycopg.OperationalError):  # a lost backend's claim has lapsed with it
                     conn.execute(queries.RELEASE_LOCK, {"name": name})
 
+    def build_hnsw_index(self, conn: psycopg.Connection[Any], create: Any, drop: Any, graph_bytes: int) -> None:
+        """Run `create` (an HNSW CREATE INDEX CONCURRENTLY) on conn (autocommit) for a graph of about graph_bytes.
+        On the embedded server the build's memory is sized to the graph (pgvector builds several times slower once
+        its graph outgrows maintenance_work_mem), and it runs serially where /dev/shm cannot hold the parallel
+        build's shared segment, which is as large as that memory (Docker gives containers 64 MB). On any server a
+        parallel build that fails for want of shared memory is dropped (it leaves an invalid index) and run again
+        serially. The session's settings are restored afterwards (the connection goes back to the pool)."""
+        parallel = True
+        try:
+            if self.embedded:
+                memory, parallel = embedded.index_build_memory(
+                    graph_bytes, conn.execute(queries.MAINTENANCE_MEMORY).fetchone()[0])  # type: ignore[index]
+                conn.execute(queries.SET_MAINTENANCE_MEMORY, {"kb": f"{memory // 1024}kB"})
+                if not parallel:
+                    conn.execute(queries.SERIAL_MAINTENANCE)
+            try:
+                conn.execute(create)
+            except (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory) as exc:
+                if not parallel or "shared memory" not in str(exc):
+                    raise
+                _log.warning("parallel HNSW build failed for want of shared memory (%s); building it serially",
+                             str(exc).strip())
+                conn.execute(drop)
+                conn.execute(queries.SERIAL_MAINTENANCE)
+                conn.execute(create)
+        finally:
+            if not conn.closed:
+                with contextlib.suppress(psycopg.OperationalError):
+                    conn.execute(queries.RESET_MAINTENANCE)
+
     @contextmanager
     def _connection(self, pool: ConnectionPool | None = None) -> Iterator[psycopg.Connection[Any]]:
         try:

@@ -126,11 +126,26 @@ def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int,
              **_index_literals(collection_id, embed_model, dims, vector_type))
 
 
+def hnsw_graph_bytes(rows: int, dims: int, vector_type: str) -> int:
+    """About what pgvector's HNSW build holds in memory for `rows` vectors at m = 16: each element's vector plus
+    ~720 bytes of element and neighbour lists (measured: a 32 MB build holds 22.6k halfvec(384) elements, 1,483
+    bytes each, or 14.9k vector(384), 2,252 bytes), a tenth more for slack."""
+    return int(rows * (720 + dims * (2 if vector_type == "halfvec" else 4)) * 1.1)
+
+
 def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
     name = sql.Identifier(hnsw_index_name(collection_id))
     return sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {name}").format(name=name)
 
 
+# The rows a collection's HNSW index holds (sizes its build's memory).
+INDEXED_ROWS = ("SELECT count(*) FROM chunk_embeddings WHERE collection_id = %(collection_id)s "
+                "AND embed_model = %(embed_model)s AND is_active")
+# One index build's memory and parallelism, in the maintenance session only; RESET afterwards.
+MAINTENANCE_MEMORY = "SELECT pg_size_bytes(current_setting('maintenance_work_mem'))"
+SET_MAINTENANCE_MEMORY = "SELECT set_config('maintenance_work_mem', %(kb)s, false)"
+SERIAL_MAINTENANCE = "SET max_parallel_maintenance_workers = 0"
+RESET_MAINTENANCE = "RESET maintenance_work_mem; RESET max_parallel_maintenance_workers"
 # Whether the collection's HNSW index exists and is valid (a build that was killed leaves an invalid one).
 HNSW_INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%(name)s)"
 # One index build per collection at a time, across processes: the builder's backend claims the row of ragd_locks
