@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +335,43 @@ def test_each_chunk_holds_the_servers_lexemes_of_its_search_text_made_ahead_or_i
                                 || E'\\n\\n' || c.content END AS t) st
                 WHERE c.collection_id = %s""", (col.collection_id,)).fetchone()
         assert total == n and differ == 0
+        lexical_stats_consistent(client, col)
+    finally:
+        client.close()
+
+
+def test_one_document_the_embedder_refuses_fails_alone_and_the_rest_commit_in_few_transactions(
+        settings: Any, name: str) -> None:
+    """A batch whose commit fails is split in halves until the bad document is alone: it fails with the
+    embedder's reason, every other document is stored, in order, and the batch took about 2 log2(n) attempts
+    (one per document before: a 64-document batch called the embedder 66 times)."""
+    from ragd.embed import HashingEmbedder
+    from ragd.ingest.pipeline import batch_limits
+
+    class Refuses(HashingEmbedder):
+        calls = 0
+
+        def embed_documents(self, texts: Any) -> Any:
+            Refuses.calls += 1
+            if any("POISON" in t for t in texts):
+                raise ValueError("the provider refused one input")
+            return super().embed_documents(texts)
+
+    client = ragd.connect(settings=settings, embedder=Refuses(384))
+    try:
+        col = client.collection(name)
+        n = next(batch_limits())[0]
+        docs = [{"id": f"r{i:03d}", "text": f"Record {i}: valve {i} opens at {i * 3} bar." + (" POISON" if i == 37
+                                                                                             else "")}
+                for i in range(n)]
+        report = col.ingest(documents=docs)
+        assert [item.external_id for item in report.items] == [d["id"] for d in docs]
+        assert [item.status for item in report.items] == ["failed" if i == 37 else "ingested" for i in range(n)]
+        assert "the provider refused one input" in (report.items[37].reason or "")
+        assert Refuses.calls <= 2 * math.ceil(math.log2(n)) + 4, Refuses.calls
+        stored = sorted(d["external_id"] for d in col.documents(limit=1000))
+        assert stored == [d["id"] for d in docs if d["id"] != "r037"]
+        assert col.search("valve 12 opens", k=1, fusion="lexical")[0].external_id == "r012"
         lexical_stats_consistent(client, col)
     finally:
         client.close()

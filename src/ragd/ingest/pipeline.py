@@ -902,7 +902,10 @@ def _shares(seconds: float, weights: list[int]) -> list[float]:
 
 def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared], duplicates: Duplicates,
                       started: float, ahead: _Ahead | None = None) -> None:
-    """Commit a batch; if it fails, commit its documents one by one so one bad item fails alone."""
+    """Commit a batch; if it fails, commit each half of it the same way, so one bad item fails alone and the
+    rest are committed in about 2 log2(n) transactions, not n (a batch of 512 documents with one that cannot be
+    embedded took 512 transactions, each with its own embedder call). Committing part of a batch is the same as
+    committing its documents one after another, so the outcome is the same whichever way it is split."""
     if not batch:
         return
     begun = time.perf_counter()
@@ -924,7 +927,9 @@ def _commit_isolating(col: Collection, state: _RunState, batch: list[_Prepared],
             raise  # not the documents' fault: stop the run
     for p in batch:
         p.action, p.reason, p.version_id = "new", None, None
-        _commit_isolating(col, state, [p], duplicates, started, ahead)
+    half = (len(batch) + 1) // 2
+    _commit_isolating(col, state, batch[:half], duplicates, started, ahead)
+    _commit_isolating(col, state, batch[half:], duplicates, started, ahead)
 
 
 class _Stages:
