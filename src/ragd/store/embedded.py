@@ -57,7 +57,7 @@ def start(pgdata: Path) -> str:
         raise DatabaseUnavailable(
             f"could not start the embedded PostgreSQL server in {pgdata}: {exc}\n{tail}".rstrip()
         ) from exc
-    if _tune(base_url):
+    if _tune(base_url, pgdata):
         _restart(pgdata)
     _ensure_database(base_url)
     return server.get_uri(database=DATABASE)
@@ -89,29 +89,41 @@ def _size(mb: int) -> str:
     return f"{mb // 1024}GB" if mb % 1024 == 0 else f"{mb}MB"
 
 
-def settings(memory: int) -> dict[str, str]:
+def settings(memory: int, disk: int) -> dict[str, str]:
     """Settings for the embedded server, applied with ALTER SYSTEM (then one restart) when they differ. Shared
     buffers are a quarter of memory, 512 MB to 8 GB, in steps of 128 MB: PostgreSQL's 128 MB made BM25 at 100k
     chunks read from the OS on most queries, and an HNSW graph larger than the buffers (~600 MB at 300k chunks of
-    384 dimensions) is read from the OS page by page on every insert and search. Nothing is reserved until used."""
+    384 dimensions) is read from the OS page by page on every insert and search. Nothing is reserved until used.
+
+    Checkpoints come at most every 15 minutes or max_wal_size of WAL, a 32nd of the data's disk, 2 to 16 GB: the
+    first change to a page after each checkpoint writes the whole page to the WAL, and ingest changes pages all over
+    the BM25 blocks' and signatures' indexes and the HNSW graph, so at 2 GB a bulk load wrote a checkpoint a minute
+    and 45 GB of WAL for 590k documents, most of it those page images."""
     mb = memory >> 20
     return {
+        "max_wal_size": _size(min(max(disk >> 30 >> 5, 2), 16) * 1024),
+        "checkpoint_timeout": "15min",
         "shared_buffers": _size(min(max(mb // 4 // 128 * 128, 512), 8192)),
         "effective_cache_size": _size(max(mb // 2 // 1024 * 1024, 1024)),
         "work_mem": "32MB",
         "maintenance_work_mem": "512MB",
         "random_page_cost": "1.1",
-        "max_wal_size": "2GB",
         "jit": "off",
     }
 
 
-def _tune(base_url: str) -> bool:
+def disk(pgdata: Path) -> int:
+    """Bytes of the filesystem the data folder is on."""
+    vfs = os.statvfs(pgdata)
+    return vfs.f_blocks * vfs.f_frsize
+
+
+def _tune(base_url: str, pgdata: Path) -> bool:
     """Apply settings(); True when one of them needs a restart to take effect."""
     import psycopg
     from psycopg import sql
 
-    wanted = settings(memory())
+    wanted = settings(memory(), disk(pgdata))
     with psycopg.connect(base_url, autocommit=True) as conn:
         current = conn.execute("SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
                                (list(wanted),)).fetchall()
