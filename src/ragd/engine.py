@@ -374,13 +374,16 @@ class Collection:
                     return False  # another process is building it
                 if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
                     conn.execute(queries.drop_hnsw_index(self.collection_id))
-                rows = conn.execute(queries.INDEXED_ROWS, {"collection_id": self.collection_id,
-                                                           "embed_model": self.embed_model}).fetchone()
                 self.store.build_hnsw_index(
                     conn, queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims, self.vector_type),
-                    queries.drop_hnsw_index(self.collection_id),
-                    queries.hnsw_graph_bytes(rows[0] if rows else 0, self.dims, self.vector_type))
+                    queries.drop_hnsw_index(self.collection_id), lambda: self._graph_bytes(conn))
         return True
+
+    def _graph_bytes(self, conn: Any) -> int:
+        """About the memory pgvector's build of this collection's graph takes (its active vectors counted)."""
+        row = conn.execute(queries.INDEXED_ROWS, {"collection_id": self.collection_id,
+                                                  "embed_model": self.embed_model}).fetchone()
+        return queries.hnsw_graph_bytes(row[0] if row else 0, self.dims, self.vector_type)
 
     def write_artifacts(self, lines: Sequence[tuple[uuid.UUID, str]]) -> dict[uuid.UUID, str]:
         """The extracted blocks of new versions (each version's `artifact_line`), kept as JSON under RAGD_HOME: one

@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any
@@ -364,8 +364,10 @@ class Store:
                 with contextlib.suppress(psycopg.OperationalError):  # a lost backend's claim has lapsed with it
                     conn.execute(queries.RELEASE_LOCK, {"name": name})
 
-    def build_hnsw_index(self, conn: psycopg.Connection[Any], create: Any, drop: Any, graph_bytes: int) -> None:
-        """Run `create` (an HNSW CREATE INDEX CONCURRENTLY) on conn (autocommit) for a graph of about graph_bytes.
+    def build_hnsw_index(self, conn: psycopg.Connection[Any], create: Any, drop: Any,
+                         graph_bytes: Callable[[], int]) -> None:
+        """Run `create` (an HNSW CREATE INDEX CONCURRENTLY) on conn (autocommit) for a graph of about graph_bytes()
+        bytes (counted only where it is used: on the embedded server).
         On the embedded server the build's memory is sized to the graph (pgvector builds several times slower once
         its graph outgrows maintenance_work_mem), and it runs serially where /dev/shm cannot hold the parallel
         build's shared segment, which is as large as that memory (Docker gives containers 64 MB). On any server a
@@ -375,7 +377,7 @@ class Store:
         try:
             if self.embedded:
                 memory, parallel = embedded.index_build_memory(
-                    graph_bytes, conn.execute(queries.MAINTENANCE_MEMORY).fetchone()[0])  # type: ignore[index]
+                    graph_bytes(), conn.execute(queries.MAINTENANCE_MEMORY).fetchone()[0])  # type: ignore[index]
                 conn.execute(queries.SET_MAINTENANCE_MEMORY, {"kb": f"{memory // 1024}kB"})
                 if not parallel:
                     conn.execute(queries.SERIAL_MAINTENANCE)
