@@ -296,7 +296,8 @@ def test_every_file_is_stored_exactly_once_while_workers_are_killed(cli_env: dic
                 time.sleep(0.05)
                 continue
             time.sleep(rng.uniform(0.0, 1.0))  # somewhere in the job: extracting, embedding, between batches
-            victim = next(w for w in workers if w.pid == rng.choice(sorted(busy)))
+            chosen = rng.choice(sorted(busy))  # drawn once: a draw per worker could match none of them
+            victim = next(w for w in workers if w.pid == chosen)
             victim.send_signal(signal.SIGKILL)
             victim.wait()
             workers[workers.index(victim)] = _worker(env)
