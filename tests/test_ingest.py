@@ -164,6 +164,48 @@ def test_replaced_deleted_and_reactivated_chunks_score_exactly_before_and_after_
     assert col.compact() == {"terms": 0, "rows_before": 0, "rows_after": 0, "postings_dropped": 0}
 
 
+def test_a_long_run_compacts_as_it_goes_not_only_at_its_end(settings: Any, name: str) -> None:
+    """One run of many batches, past `compact_after_blocks` after each: the partial blocks of a term in a tenth of
+    the documents (each batch adds one of fewer than 128 postings) are merged while the run goes on, so searches
+    during a long load read a few blocks a term, not one per batch. Seen from the progress callback as the run
+    reads its last document: with five batches or more committed, the term has at most three partial blocks (the
+    writer may be a batch or two past its last compaction)."""
+    from ragd.ingest.pipeline import batch_limits
+
+    client = ragd.connect(settings=settings.model_copy(update={"compact_after_blocks": 50}))
+    try:
+        col = client.collection(name)
+        sizes = batch_limits()
+        total = sum(next(sizes)[0] for _ in range(8))  # eight batches' documents
+        seen: list[tuple[int, int]] = []
+
+        def partial_and_stored() -> tuple[int, int]:
+            with client.store.tenant(col.tenant) as conn:
+                return conn.execute(
+                    "SELECT (SELECT count(*) FROM lexical_blocks WHERE collection_id = %(c)s AND term = 'basalt' "
+                    "AND n < 128), (SELECT count(*) FROM documents WHERE collection_id = %(c)s)",
+                    {"c": col.collection_id}).fetchone()
+
+        def progress(done: int, of: int, what: str) -> None:  # called as the run reads each document
+            if done == total:
+                seen.append(partial_and_stored())
+
+        report = col.ingest(documents=[{"id": f"d{i}", "text": f"amber {'basalt ' if i % 10 == 0 else ''}item{i}."}
+                                       for i in range(total)], on_progress=progress)
+        assert report.status == "succeeded" and len(report.items) == total
+        sizes = batch_limits()
+        five = sum(next(sizes)[0] for _ in range(5))
+        (partial, stored), = seen
+        assert stored >= five, seen  # five batches were committed by then
+        assert partial <= 3, seen  # not one partial block per batch committed (5 or more before)
+        final, _ = partial_and_stored()
+        assert final == 1
+        lexical_stats_consistent(client, col)
+        assert [h.external_id for h in col.search("item170 basalt", k=1, fusion="lexical")] == ["d170"]
+    finally:
+        client.close()
+
+
 def test_an_ingest_run_compacts_once_ingest_has_written_enough_blocks(settings: Any, name: str) -> None:
     """Past `compact_after_blocks` blocks written since the last compaction, a run ends by compacting: each term
     left with at most one partial block, the counter back to 0; below it, the blocks stay as written."""

@@ -1065,6 +1065,10 @@ def run_ingest(
         def commit(full: list[_Prepared]) -> None:
             stages.commit(lambda: _ahead(col, full),
                           lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
+            # compacted as it goes, not once at the end: a long run writes a partial block per term per batch,
+            # which every search reads until compaction merges them (a term of a 980k-document load had thousands)
+            # and which, merged all at once at the end, left two thirds of the blocks' table free space
+            stages.call(lambda: _compact_if_due(col, state))
 
         def add(doc: ExtractedDocument | Exception, uri: str, seconds: float = 0.0,
                 original: tuple[Path, str] | None = None) -> None:
@@ -1162,7 +1166,8 @@ def _vector_index(col: Collection, state: _RunState) -> None:
 
 def _compact_if_due(col: Collection, state: _RunState) -> None:
     """The collection's BM25 blocks compacted once ingest has written `compact_after_blocks` since the last
-    compaction (a partial block per term per batch adds up); if that fails, searches are exact without it."""
+    compaction (a partial block per term per batch adds up), checked after each batch and at the end of a run;
+    if that fails, searches are exact without it."""
     if not col.settings.compact_after_blocks:
         return
     try:
@@ -1171,8 +1176,10 @@ def _compact_if_due(col: Collection, state: _RunState) -> None:
         if row is not None and row[0] >= col.settings.compact_after_blocks:
             blocks.compact(lambda: col.store.tenant(col.tenant), col.collection_id)
     except Exception as exc:  # of any kind: the documents are stored and searched exactly either way
-        state.warnings.append(storable(f"BM25 blocks not compacted ({str(exc).strip()}): searches are exact "
-                                       "without it; the next run or `ragd compact` compacts them"))
+        warning = storable(f"BM25 blocks not compacted ({str(exc).strip()}): searches are exact without it; the "
+                           "next run or `ragd compact` compacts them")
+        if warning not in state.warnings:  # (tried after every batch: said once)
+            state.warnings.append(warning)
 
 
 def _renamed(doc: ExtractedDocument | Exception, path: Path, name: str,

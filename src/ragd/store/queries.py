@@ -621,7 +621,8 @@ def filtered_ords_sql(filters: Filters) -> sql.Composed:
 # time, and no activation in between), the ordinals below next_ord with the active ones among them, the terms whose
 # blocks hold postings of chunks no longer active (more postings than the term's document frequency) or more than
 # one partial block, and their blocks.
-COMPACT_LOCK = "SELECT next_ord FROM lexical_stats WHERE collection_id = %(collection_id)s FOR UPDATE"
+COMPACT_LOCK = """SELECT next_ord, n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s
+FOR UPDATE"""
 ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)s AND is_active"
 TERMS_TO_COMPACT = """
 SELECT b.term FROM lexical_blocks b
