@@ -1125,7 +1125,6 @@ def run_ingest(
         if state.pending:
             _flush_pending(col, state, started)
         _vector_index(col, state)
-        _compact_if_due(col, state)
     except BaseException as exc:
         stages.close()  # nothing writes while the run is closed as failed
         if part is not None:
@@ -1166,8 +1165,8 @@ def _vector_index(col: Collection, state: _RunState) -> None:
 
 def _compact_if_due(col: Collection, state: _RunState) -> None:
     """The collection's BM25 blocks compacted once ingest has written `compact_after_blocks` since the last
-    compaction (a partial block per term per batch adds up), checked after each batch and at the end of a run;
-    if that fails, searches are exact without it."""
+    compaction (a partial block per term per batch adds up), checked after each batch is committed (the last
+    one's check is the run's); if that fails, searches are exact without it."""
     if not col.settings.compact_after_blocks:
         return
     try:
