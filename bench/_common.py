@@ -44,13 +44,18 @@ def chunk_texts(docs: Sequence[Mapping[str, object]]) -> list[str]:
     return [c.search_text for d in docs for c in chunk_blocks(_document_from_mapping(d).blocks, policy, counter)[0]]
 
 
+def cached(cache: Path, what: str, texts: Sequence[str]) -> Path:
+    """Where an array computed once from texts is kept in `cache`: named by what and a digest of the texts."""
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache / f"{what}-{hashlib.sha256(chr(0).join(texts).encode('utf-8')).hexdigest()[:16]}.npy"
+
+
 def embed_once(texts: list[str], what: str, cache: Path, query: bool = False) -> dict[str, np.ndarray]:
-    """bge-small-en vectors of texts (as queries or documents), computed once and kept in `cache`, named by what
-    and a digest of the texts, so a later run (or another benchmark over the same texts) reads them back."""
+    """bge-small-en vectors of texts (as queries or documents), computed once and kept in `cache` (see `cached`),
+    so a later run (or another benchmark over the same texts) reads them back."""
     from ragd.embed import OnnxEmbedder
 
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"{what}-{hashlib.sha256(chr(0).join(texts).encode('utf-8')).hexdigest()[:16]}.npy"
+    path = cached(cache, what, texts)
     if path.exists():
         matrix = np.load(path)
     else:
