@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 
 import psycopg
@@ -246,6 +247,24 @@ def test_the_embedded_server_sizes_its_buffers_to_the_machine(tmp_path) -> None:
             assert conn.execute("SHOW effective_cache_size").fetchone() == (wanted["effective_cache_size"],)
             assert conn.execute("SHOW max_wal_size").fetchone() == (wanted["max_wal_size"],)
             assert conn.execute("SHOW checkpoint_timeout").fetchone() == ("15min",)
+            conn.execute("CREATE TABLE warm AS SELECT g AS n, repeat('x', 200) AS pad FROM generate_series(1, 20000) g")
+            conn.execute("CREATE INDEX warm_n ON warm (n)")
+            conn.execute("CREATE EXTENSION pg_buffercache")
+            conn.commit()
+            assert conn.execute("SELECT count(*) FROM warm WHERE pad <> ''").fetchone() == (20000,)
+        embedded.stop(tmp_path / "pgdata")  # (the blocks held are listed at shutdown)
+        url = embedded.start(tmp_path / "pgdata")
+        with psycopg.connect(url, autocommit=True) as conn:
+            size = conn.execute("SELECT pg_relation_size('warm') / current_setting('block_size')::int").fetchone()[0]
+            held = 0
+            for _ in range(100):  # read back in the background once the server is up
+                held = conn.execute("SELECT count(*) FROM pg_buffercache WHERE relfilenode = pg_relation_filenode("
+                                    "'warm') AND reldatabase = (SELECT oid FROM pg_database "
+                                    "WHERE datname = current_database())").fetchone()[0]
+                if held >= size:
+                    break
+                time.sleep(0.1)
+            assert held >= size > 100, (held, size)  # the whole table, none of it read by a query since
     finally:
         embedded.stop(tmp_path / "pgdata")
 
