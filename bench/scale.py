@@ -20,9 +20,9 @@ built once at its end), and measures the rate of adding --step documents to it a
 Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
 tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
 (vector, lexical, weighted, weighted+rerank), cold (each query's first run after the build) and warm (its second);
-HNSW recall@10 against exact search per ef_search (with --compare, also for an index of the other vector type built
-beside it over the same rows, and both sizes); and SciFact's nDCG@10 (lexical, weighted) on the
-judged queries, which must hold as the collection grows around them.
+HNSW recall@10 against exact search per ef_search, the one the plans use at that size among them (with
+--compare, also for an index of the other vector type built beside it over the same rows, and both sizes); and
+SciFact's nDCG@10 (lexical, weighted) on the judged queries, which must hold as the collection grows around them.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from _common import DATA, SCIFACT, cached, chunk_texts, embed_once, pct, private
 
 import ragd
 from ragd.eval import metrics
-from ragd.retrieve.legs import vector_leg
+from ragd.retrieve.legs import ef_search_at, vector_leg
 from ragd.store import queries as sql_text
 from ragd.types import Filters
 
@@ -243,7 +243,8 @@ def main() -> None:
         pgdata = client.settings.pgdata
         server_peak = 0.0
         print(f"sentence pool {len(pool.sentences)}; {len(asked)} queries; {len(judged[0])} judged SciFact queries; "
-              f"ef_search {client.settings.hnsw_ef_search}")
+              f"ef_search {client.settings.hnsw_ef_search}, growing from "
+              f"{client.settings.hnsw_ef_search_grow_from} chunks")
         for size in [int(s) for s in args.sizes.split(",")]:
             with client.store.admin() as conn:
                 have = conn.execute("SELECT count(*) FROM documents WHERE collection_id = %s",
@@ -315,7 +316,8 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
             "SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c "
             "WHERE c.relname IN ('chunks', 'chunk_embeddings', 'lexical_blocks', 'lexical_terms') "
             "ORDER BY c.relname").fetchall()
-    print(f"\n== {size} documents, {chunks} active chunks")
+    ef = ef_search_at(client.settings.hnsw_ef_search, chunks, client.settings.hnsw_ef_search_grow_from)
+    print(f"\n== {size} documents, {chunks} active chunks; the plans search HNSW at ef_search {ef} at this size")
     print("sizes: " + "; ".join(f"{name} {t / 2**20:.0f} MB + indexes {i / 2**20:.0f} MB" for name, t, i in sizes))
     plans = [("vector", {"fusion": "vector"}), ("lexical", {"fusion": "lexical"}),
              ("weighted", {"fusion": "weighted"}), ("weighted+rerank", {"fusion": "weighted", "rerank": True})]
@@ -333,6 +335,7 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
     recall_sets = {"drawn": asked, "judged": sorted(texts.values())[:len(asked)]}
     qvecs = {q: col.embedder.embed_query(q) for qs in recall_sets.values() for q in qs}
     exact = {q: _vector_top(client, col, qvecs[q], col.vector_type, 0)[0] for q in qvecs}
+    efs = sorted({*efs, ef})  # and at the default's ef_search for this size
     sweep(client, col, recall_sets, exact, qvecs, efs, col.vector_type)
     for name in ("lexical", "weighted"):
         runs: dict[str, list[str]] = {}

@@ -32,7 +32,7 @@ def test_ingest_search_documents_runs(cli_env: dict[str, str], name: str, tmp_pa
                                       "meta.topic=leave", "--json"], cli_env)).stdout)["results"]
     assert [r["external_id"] for r in filtered] == ["faq-003"]
     explained = json.loads(ok(run_cli(["search", "per diem", "-c", name, "--explain", "--json"], cli_env)).stdout)
-    assert [leg["leg"].split(",")[0] for leg in explained["legs"]] == ["vector (hnsw)", "lexical (bm25"]
+    assert [leg["leg"].split(",")[0] for leg in explained["legs"]] == ["vector (hnsw", "lexical (bm25"]
     # PostgreSQL's own plan (on 7 documents it may rightly scan instead of using HNSW: test_retrieve checks the
     # index on a collection large enough to need it)
     assert "Execution Time" in explained["legs"][0]["plan"] and "chunk_embeddings" in explained["legs"][0]["sql"]

@@ -14,7 +14,7 @@ from psycopg import sql
 import ragd
 from ragd.config import Settings
 from ragd.errors import InvalidRequest
-from ragd.retrieve.legs import vector_sql
+from ragd.retrieve.legs import ef_search_at, vector_sql
 from ragd.types import Candidate, Filters
 
 from .conftest import DATA
@@ -87,6 +87,26 @@ def test_hnsw_recall_against_exact_search(big: ragd.Collection) -> None:
         exact = {h.chunk_id for h in big.search(query, k=10, fusion="vector", exact=True)}
         found, total = found + len(approx & exact), total + len(exact)
     assert found / total >= 0.9
+
+
+def test_ef_search_grows_as_the_square_root_of_the_collection_past_its_threshold(
+        settings: Settings, client: ragd.Ragd, big: ragd.Collection) -> None:
+    assert [ef_search_at(100, n, 62_500) for n in (0, 62_500, 100_000, 250_000, 1_000_000, 4_000_000)] == \
+        [100, 100, 127, 200, 400, 800]
+    assert ef_search_at(100, 10**9, 62_500) == 1000  # pgvector's limit
+    assert ef_search_at(100, 10**9, 0) == 100  # growth off
+    with client.store.admin() as conn:
+        chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s AND is_active",
+                              (big.collection_id,)).fetchone()[0]
+    assert chunks >= 1200
+    for grow_from, want in ((0, 100), (chunks, 100), (chunks // 4, 200)):
+        client = ragd.connect(settings=settings.model_copy(
+            update={"hnsw_ef_search": 100, "hnsw_ef_search_grow_from": grow_from}))
+        try:  # the ef_search the vector leg set in its transaction, as the collection's statistics size it
+            legs = client.collection(big.name).explain("alpha bravo", k=10, fusion="vector")
+            assert legs[0]["leg"] == f"vector (hnsw, ef_search {want})", grow_from
+        finally:
+            client.close()
 
 
 def test_a_halfvec_collection_walks_a_half_precision_index_and_scores_at_full_precision(

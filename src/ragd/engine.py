@@ -555,12 +555,17 @@ class Collection:
                 exact, _ = prepare_vector_scan(conn, collection_id=self.collection_id, filters=full.filters,
                                                limit=full.k_vec + 10, ef_search=self.settings.hnsw_ef_search,
                                                exact_threshold=self.settings.exact_scan_threshold,
-                                               force_exact=full.exact, matching=matching)
+                                               force_exact=full.exact, matching=matching,
+                                               ef_grow_from=self.settings.hnsw_ef_search_grow_from)
                 stmt, params = vector_sql(self.collection_id, self.embed_model, self.dims, full.filters, exact=exact,
                                           vector_type=self.vector_type)
                 params = {**params, "collection_id": self.collection_id, "embed_model": self.embed_model,
                           "qvec": qvec, "limit": full.k_vec + 10}
-                out.append(_explain(conn, "vector (exact)" if exact else "vector (hnsw)", stmt, params, analyze))
+                leg = "vector (exact)"
+                if not exact:  # the breadth the leg set for this collection's size
+                    (ef,) = conn.execute("SHOW hnsw.ef_search").fetchone() or ("?",)
+                    leg = f"vector (hnsw, ef_search {ef})"
+                out.append(_explain(conn, leg, stmt, params, analyze))
             if full.fusion != "vector":
                 lex = plan_lexical(conn, collection_id=self.collection_id, query=query, limit=full.k_lex,
                                    filters=full.filters, matching=matching)
@@ -890,7 +895,8 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
                                    dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
                                    ef_search=col.settings.hnsw_ef_search,
                                    exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact,
-                                   matching=matching, vector_type=col.vector_type))
+                                   matching=matching, vector_type=col.vector_type,
+                                   ef_grow_from=col.settings.hnsw_ef_search_grow_from))
             clock.lap("vector")
         if plan.fusion != "vector":
             legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,

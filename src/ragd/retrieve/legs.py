@@ -64,10 +64,22 @@ def count_matching(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, f
     return int(row[0]) if row else 0
 
 
+def ef_search_at(ef_search: int, chunks: int, grow_from: int) -> int:
+    """The HNSW ef_search for a collection of `chunks` active chunks: `ef_search` up to `grow_from` chunks, then
+    growing as the square root of the size, at most 1000 (pgvector's limit); `grow_from` 0: `ef_search` at any
+    size. A graph's recall at a fixed ef_search falls as it grows (bench/scale.py, recall@10 at 100: 0.99 at 100k
+    chunks, 0.91 at 1M), and the cost of a search grows about with ef_search, so a small collection keeps its speed
+    and a large one its recall."""
+    if grow_from <= 0 or chunks <= grow_from:
+        return ef_search
+    return min(1000, max(ef_search, math.ceil(ef_search * math.sqrt(chunks / grow_from))))
+
+
 def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, filters: Filters, limit: int,
                         ef_search: int, exact_threshold: int, force_exact: bool,
-                        matching: int | None = None) -> tuple[bool, int | None]:
-    """Choose exact or HNSW for this request and set the transaction's HNSW parameters.
+                        matching: int | None = None, ef_grow_from: int = 0) -> tuple[bool, int | None]:
+    """Choose exact or HNSW for this request and set the transaction's HNSW parameters (ef_search as
+    `ef_search_at` gives it for the collection's size when `ef_grow_from` is set).
 
     `matching` is the filtered count when the caller already has it (counted up to more than
     max(exact_threshold, limit)). Returns (exact, number of matching rows when filters were counted)."""
@@ -78,6 +90,9 @@ def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UU
                                       cap=max(exact_threshold, limit) + 1)
         exact = (matching or 0) <= exact_threshold
     if not exact:
+        if ef_grow_from:
+            row = conn.execute(queries.ACTIVE_CHUNKS, {"collection_id": collection_id}).fetchone()
+            ef_search = ef_search_at(ef_search, int(row[0]) if row else 0, ef_grow_from)
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, limit))))
         if not filters.empty:
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -98,6 +113,7 @@ def vector_leg(
     vector_type: str,  # the collection's (its index is over this type; no default: a wrong one misses the index)
     force_exact: bool = False,
     matching: int | None = None,
+    ef_grow_from: int = 0,
 ) -> list[Candidate]:
     """Top `limit` by cosine similarity among active chunks that pass the filters.
 
@@ -110,7 +126,8 @@ def vector_leg(
     overfetch = limit + 10  # room for the canonical tie-break at the cut-off
     exact, matching = prepare_vector_scan(conn, collection_id=collection_id, filters=filters, limit=overfetch,
                                           ef_search=ef_search, exact_threshold=exact_threshold,
-                                          force_exact=force_exact, matching=matching)
+                                          force_exact=force_exact, matching=matching,
+                                          ef_grow_from=ef_grow_from)
     query, fparams = vector_sql(collection_id, embed_model, dims, filters, exact=exact, vector_type=vector_type)
     rows = conn.execute(query, {**base, **fparams, "limit": overfetch}).fetchall()
     if not exact and matching is not None and len(rows) < min(overfetch, matching):

@@ -634,6 +634,8 @@ ORDER BY b.term LIMIT %(limit)s"""
 BLOCKS_OF_TERMS = """
 SELECT term, first_ord, ords, tfs, lens FROM lexical_blocks
 WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[]) ORDER BY term, first_ord"""
+# The collection's active chunks (with words) as its statistics hold them: sizes the HNSW search's ef_search.
+ACTIVE_CHUNKS = "SELECT n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s"
 COMPACTED = "UPDATE lexical_stats SET blocks_written = 0 WHERE collection_id = %(collection_id)s"
 BLOCKS_WRITTEN = "SELECT blocks_written FROM lexical_stats WHERE collection_id = %(collection_id)s"
 REPLACE_BLOCKS = """
