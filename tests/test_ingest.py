@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ragd
+from ragd.store import blocks
 
 
 def live_postings(client: ragd.Ragd, col: ragd.Collection) -> tuple[dict[tuple[str, int], tuple[int, int]], int]:
@@ -58,8 +59,17 @@ def lexical_stats_consistent(client: ragd.Ragd, col: ragd.Collection) -> None:
         orphans = conn.execute(  # every signature carries its 32 band keys
             "SELECT count(*) FROM document_minhash m WHERE m.collection_id = %(c)s "
             "AND (m.bands IS NULL OR cardinality(m.bands) <> 32)", {"c": col.collection_id}).fetchone()[0]
+        miscounted = conn.execute(  # each term counts its blocks' postings and partial blocks (migration 25)
+            "SELECT b.term, t.term, b.posted, t.posted, b.partial, t.partial "
+            "FROM (SELECT term, sum(n)::int AS posted, (count(*) FILTER (WHERE n < %(block)s))::int AS partial "
+            "      FROM lexical_blocks WHERE collection_id = %(c)s GROUP BY term) b "
+            "FULL JOIN (SELECT term, posted, partial FROM lexical_terms WHERE collection_id = %(c)s) t "
+            "ON t.term = b.term WHERE t.term IS NULL "
+            "OR (COALESCE(b.posted, 0), COALESCE(b.partial, 0)) <> (t.posted, t.partial) LIMIT 5",
+            {"c": col.collection_id, "block": blocks.BLOCK}).fetchall()
     live, _ = live_postings(client, col)
     assert orphans == 0
+    assert miscounted == []
     assert tuple(stats) == (len(lengths), sum(lengths.values()))
     assert live == expected
     recount: dict[str, int] = {}

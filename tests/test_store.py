@@ -90,7 +90,9 @@ WHERE c.is_active AND l.len > 0;
 GRANT EXECUTE ON FUNCTION ragd_delete_postings(uuid[], uuid) TO ragd_app;
 DROP TABLE lexical_blocks;
 DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
-                                  integer[], bytea[], bytea[], bytea[]);
+                                  integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
+ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
+DELETE FROM schema_migrations WHERE version = 25;
 ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
 ALTER TABLE lexical_stats DROP COLUMN next_ord, DROP COLUMN blocks_written;
 DELETE FROM schema_migrations WHERE version = 21;
@@ -137,7 +139,7 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
             asked = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review", "report report 17"]
             old = {q: conn.execute(OLD_BM25, {"query": q, "c": col.collection_id}).fetchall() for q in asked}
         assert postings > 300 * 8 and all(old.values())
-        assert store.migrate() == [21]
+        assert store.migrate() == [21, 25]
         with store.admin() as conn:
             assert conn.execute("SELECT sum(n), max(n) FROM lexical_blocks").fetchone() == (postings, 128)
             assert conn.execute("SELECT to_regclass('lexical_postings')").fetchone() == (None,)
@@ -158,6 +160,77 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
         assert col.compact()["postings_dropped"] > 0
         lexical_stats_consistent(rag, col)
         assert col.search("new report volcano", k=1, fusion="lexical")[0].external_id == "new"
+    finally:
+        rag.close()
+
+
+# Migration 24's compaction: the terms to rewrite found by grouping every block of the collection, and the block
+# replacement without the terms' counts (migration 21's function)
+BACK_TO_24 = """
+DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
+                                  integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
+{replace_blocks}
+GRANT EXECUTE ON FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[],
+                                              integer[], integer[], bytea[], bytea[], bytea[]) TO ragd_app;
+ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
+DELETE FROM schema_migrations WHERE version = 25;
+"""
+OLD_TERMS_TO_COMPACT = """
+SELECT b.term FROM lexical_blocks b
+LEFT JOIN lexical_terms t ON t.collection_id = b.collection_id AND t.term = b.term
+WHERE b.collection_id = %(c)s
+GROUP BY b.term, t.df
+HAVING COALESCE(t.df, 0) <= 0 OR sum(b.n) > t.df OR count(*) FILTER (WHERE b.n < 128) > 1
+ORDER BY b.term"""
+
+
+def test_a_store_written_before_migration_25_counts_each_terms_blocks_and_compacts_the_same_terms(
+        fresh_database: str, settings: Settings) -> None:
+    """A store in migration 24's layout (several batches' partial blocks, a replaced and a deleted document's
+    postings in them) migrates to terms that count their blocks: the terms a compaction must rewrite, found from
+    those counts, are the ones migration 24 found by grouping every block; searches answer the same; and ingest,
+    retirement and compaction keep the counts exact afterwards."""
+    from .test_ingest import lexical_stats_consistent
+
+    store = Store(fresh_database, settings=settings)
+    rag = Ragd(store, settings, None)
+    try:
+        col = rag.collection("terms-upgraded")
+        for part in range(3):  # three runs: three partial blocks of the terms every run holds
+            col.ingest(documents=[{"id": f"d{i}", "text": f"Gauge {i} logged river levels, rainfall and silt. "
+                                   f"Crew {i % 7} sampled site {i * 13}."} for i in range(part * 40, part * 40 + 40)])
+        col.ingest(documents=[{"id": "d3", "text": "Gauge 3 was moved upstream; its river levels restart."}])
+        col.delete("d8")
+        asked = ["river levels", "rainfall silt", "site 39", "gauge moved upstream"]
+        before = {q: [(h.external_id, h.lexical_score) for h in col.search(q, k=5, fusion="lexical")] for q in asked}
+        twenty_one = next(text for version, _, text in migrations() if version == 21)
+        found = re.search(r"CREATE FUNCTION ragd_replace_blocks\(.*?\n\$\$;", twenty_one, re.S)
+        assert found is not None
+        with store.admin() as conn:
+            conn.execute(BACK_TO_24.replace("{replace_blocks}", found.group(0)))
+            old = [r[0] for r in conn.execute(OLD_TERMS_TO_COMPACT, {"c": col.collection_id})]
+        assert {"river", "level", "gaug", "rainfal"} <= set(old)  # partial blocks of three runs, a retired posting
+        assert store.migrate() == [25]
+        with store.admin() as conn:
+            now = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
+                "collection_id": col.collection_id, "after": "", "limit": 10**6})]
+        assert now == old
+        lexical_stats_consistent(rag, col)  # (the counts included)
+        assert {q: [(h.external_id, h.lexical_score) for h in col.search(q, k=5, fusion="lexical")]
+                for q in asked} == before
+        done = col.compact()
+        assert done["terms"] == len(old) and done["postings_dropped"] > 0
+        with store.admin() as conn:
+            assert conn.execute(queries.TERMS_TO_COMPACT, {"collection_id": col.collection_id, "after": "",
+                                                          "limit": 10}).fetchall() == []
+        lexical_stats_consistent(rag, col)
+        col.ingest(documents=[{"id": "d5", "text": "Gauge 5 replaced: silt only."},
+                              {"id": "new", "text": "A new gauge on the river."}])
+        col.delete("d3")
+        lexical_stats_consistent(rag, col)
+        assert col.compact()["postings_dropped"] > 0
+        lexical_stats_consistent(rag, col)
+        assert [h.external_id for h in col.search("new gauge river", k=1, fusion="lexical")] == ["new"]
     finally:
         rag.close()
 

@@ -344,6 +344,9 @@ def test_hand_written_blocks_fail_no_search_and_reach_no_other_tenant(client: ra
     ordinal's size, and nothing it writes or replaces reaches another tenant's collection."""
     mallory, victim = two_tenants
     before = [(h.external_id, h.lexical_score) for h in victim.search("payroll volcanoes", k=5, fusion="lexical")]
+    counts = "SELECT term, df, posted, partial FROM lexical_terms WHERE collection_id = %s ORDER BY term"
+    with client.store.tenant("victim") as conn:
+        victims_terms = conn.execute(counts, (victim.collection_id,)).fetchall()
     with client.store.tenant("mallory") as conn:
         for c in (mallory.collection_id, victim.collection_id):
             conn.execute(HAND_BLOCK, {"c": c, "t": "mallory", "term": "payrol"})
@@ -352,11 +355,13 @@ def test_hand_written_blocks_fail_no_search_and_reach_no_other_tenant(client: ra
             conn.execute(HAND_BLOCK, {"c": victim.collection_id, "t": "victim", "term": "volcano"})
         # a compaction's replacement for the victim's collection deletes only the caller's own rows
         conn.execute("SELECT ragd_replace_blocks(%s, ARRAY['payrol', 'volcano'], ARRAY[-5, 0], '{}', '{}', '{}', "
-                     "'{}', '{}', '{}', '{}', '{}', '{}')", (victim.collection_id,))
+                     "'{}', '{}', '{}', '{}', '{}', '{}', ARRAY['payrol', 'volcano'], ARRAY[0, 0], ARRAY[9, 9])",
+                     (victim.collection_id,))
     assert [(h.external_id, h.lexical_score) for h in victim.search("payroll volcanoes", k=5,
                                                                   fusion="lexical")] == before
     with client.store.tenant("victim") as conn:
         assert conn.execute("SELECT count(*) FROM lexical_blocks WHERE tenant_id <> 'victim'").fetchone() == (0,)
+        assert conn.execute(counts, (victim.collection_id,)).fetchall() == victims_terms  # nor its terms' counts
         assert conn.execute("SELECT sum(n) FROM lexical_blocks WHERE term = 'volcano' AND collection_id = %s",
                             (victim.collection_id,)).fetchone() == (1,)
     hits = mallory.search("rockets payroll", k=5, fusion="lexical")

@@ -88,7 +88,7 @@ def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]
             if alive is None:  # once: ordinals are never reused, so one found dead here stays dead
                 alive = _alive(conn, collection_id, next_ord=int(row[0]), counted=int(row[1]))
             todo = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
-                "collection_id": collection_id, "after": after, "block": BLOCK, "limit": page})]
+                "collection_id": collection_id, "after": after, "limit": page})]
             if not todo:
                 conn.execute(queries.COMPACTED, {"collection_id": collection_id})
                 break
@@ -101,22 +101,28 @@ def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]
             old_terms: list[str] = []
             old_firsts: list[int] = []
             new: list[tuple[Any, ...]] = []
+            # each term's count of postings and of partial blocks as the page leaves its blocks (migration 25)
+            counts = {term: (0, 0) for term in todo}
             for term in sorted(read):
-                pool, gone = [], 0
+                pool, gone, kept = [], 0, 0
                 for first, o, t, n in read[term]:
                     ords, tfs, lens = decode(o, t, n)
                     dead = _dead(ords, alive)
                     if len(ords) >= BLOCK and not dead.any():
+                        kept += len(ords)
                         continue  # a full block of live postings stays
                     gone += int(dead.sum())
                     pool.append((first, ords[~dead], tfs[~dead], lens[~dead]))
                 if len(pool) < 2 and not gone:
+                    counts[term] = (kept + sum(len(p[1]) for p in pool), len(pool))
                     continue
                 old_terms += [term] * len(pool)
                 old_firsts += [p[0] for p in pool]
                 ords, tfs, lens = (np.concatenate([p[i] for p in pool]) for i in (1, 2, 3))
                 order = np.argsort(ords, kind="stable")
-                new += list(_blocks(term, ords[order], tfs[order], lens[order]))
+                rewritten = list(_blocks(term, ords[order], tfs[order], lens[order]))
+                counts[term] = (kept + len(ords), sum(1 for b in rewritten if b[3] < BLOCK))
+                new += rewritten
                 dropped += gone
                 terms += 1
             conn.execute(queries.REPLACE_BLOCKS, {
@@ -124,7 +130,8 @@ def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]
                 "new_terms": [b[0] for b in new], "new_firsts": [b[1] for b in new], "new_lasts": [b[2] for b in new],
                 "new_ns": [b[3] for b in new], "new_max_tfs": [b[4] for b in new],
                 "new_min_lens": [b[5] for b in new], "new_ords": [b[6] for b in new],
-                "new_tfs": [b[7] for b in new], "new_lens": [b[8] for b in new]})
+                "new_tfs": [b[7] for b in new], "new_lens": [b[8] for b in new], "checked": list(counts),
+                "posted": [c[0] for c in counts.values()], "partial": [c[1] for c in counts.values()]})
             rows_before += len(old_terms)
             rows_after += len(new)
     return Compacted(terms, rows_before, rows_after, dropped)

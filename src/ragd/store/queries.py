@@ -331,9 +331,11 @@ ACTIVATE_VERSIONS = [
          GROUP BY collection_id, term, tenant_id ORDER BY term
          RETURNING collection_id, term, tenant_id, n
        ), counted AS (
-         INSERT INTO lexical_terms (collection_id, term, tenant_id, df)
-         SELECT collection_id, term, tenant_id, n FROM posted ORDER BY term COLLATE "C"
-         ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df
+         -- (each term counts what its blocks hold: a block of fewer than blocks.BLOCK = 128 postings is partial)
+         INSERT INTO lexical_terms (collection_id, term, tenant_id, df, posted, partial)
+         SELECT collection_id, term, tenant_id, n, n, (n < 128)::integer FROM posted ORDER BY term COLLATE "C"
+         ON CONFLICT (collection_id, term, tenant_id) DO UPDATE SET df = lexical_terms.df + EXCLUDED.df,
+             posted = lexical_terms.posted + EXCLUDED.posted, partial = lexical_terms.partial + EXCLUDED.partial
        )
        UPDATE lexical_stats s SET n_chunks = s.n_chunks + x.n, total_len = s.total_len + x.len,
                                  blocks_written = s.blocks_written + (SELECT count(*) FROM posted)
@@ -624,13 +626,12 @@ def filtered_ords_sql(filters: Filters) -> sql.Composed:
 COMPACT_LOCK = """SELECT next_ord, n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s
 FOR UPDATE"""
 ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)s AND is_active"
+# The terms whose blocks hold postings of chunks no longer active (posted > df) or more than one partial block, from
+# the terms' own counts (migration 25): no block is read to find them.
 TERMS_TO_COMPACT = """
-SELECT b.term FROM lexical_blocks b
-LEFT JOIN lexical_terms t ON t.collection_id = b.collection_id AND t.term = b.term
-WHERE b.collection_id = %(collection_id)s AND b.term > %(after)s
-GROUP BY b.term, t.df
-HAVING COALESCE(t.df, 0) <= 0 OR sum(b.n) > t.df OR count(*) FILTER (WHERE b.n < %(block)s) > 1
-ORDER BY b.term LIMIT %(limit)s"""
+SELECT term FROM lexical_terms
+WHERE collection_id = %(collection_id)s AND term > %(after)s AND (posted > df OR partial > 1)
+ORDER BY term LIMIT %(limit)s"""
 BLOCKS_OF_TERMS = """
 SELECT term, first_ord, ords, tfs, lens FROM lexical_blocks
 WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[]) ORDER BY term, first_ord"""
@@ -642,7 +643,8 @@ REPLACE_BLOCKS = """
 SELECT ragd_replace_blocks(%(collection_id)s, %(terms)s::text[], %(firsts)s::integer[], %(new_terms)s::text[],
                            %(new_firsts)s::integer[], %(new_lasts)s::integer[], %(new_ns)s::integer[],
                            %(new_max_tfs)s::integer[], %(new_min_lens)s::integer[], %(new_ords)s::bytea[],
-                           %(new_tfs)s::bytea[], %(new_lens)s::bytea[])"""
+                           %(new_tfs)s::bytea[], %(new_lens)s::bytea[], %(checked)s::text[],
+                           %(posted)s::integer[], %(partial)s::integer[])"""
 
 # -- idempotency keys ----------------------------------------------------------------------------------
 
