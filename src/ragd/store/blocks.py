@@ -87,41 +87,45 @@ def compact(session: Callable[[], AbstractContextManager[psycopg.Connection[Any]
                 break
             if alive is None:  # once: ordinals are never reused, so one found dead here stays dead
                 alive = _alive(conn, collection_id, next_ord=int(row[0]), counted=int(row[1]))
-            todo = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
-                "collection_id": collection_id, "after": after, "limit": page})]
-            if not todo:
+            # (term, postings its blocks hold, its live ones): a term with none dead has only its partial blocks
+            # read, as its full blocks stay whatever happens (a frequent term has thousands)
+            found = conn.execute(queries.TERMS_TO_COMPACT, {"collection_id": collection_id, "after": after,
+                                                            "limit": page}).fetchall()
+            if not found:
                 conn.execute(queries.COMPACTED, {"collection_id": collection_id})
                 break
+            todo = [r[0] for r in found]
+            posted = {r[0]: int(r[1]) for r in found}
             after = todo[-1]
             read: dict[str, list[tuple[int, bytes, bytes, bytes]]] = {}
             with conn.cursor(binary=True) as cur:
-                for term, first, o, t, n in cur.execute(queries.BLOCKS_OF_TERMS,
-                                                        {"collection_id": collection_id, "terms": todo}):
+                for term, first, o, t, n in cur.execute(queries.BLOCKS_OF_TERMS, {
+                        "collection_id": collection_id, "terms": todo, "block": BLOCK,
+                        "whole": [r[0] for r in found if r[1] > r[2]]}):
                     read.setdefault(term, []).append((first, bytes(o), bytes(t), bytes(n)))
             old_terms: list[str] = []
             old_firsts: list[int] = []
             new: list[tuple[Any, ...]] = []
             # each term's count of postings and of partial blocks as the page leaves its blocks (migration 25)
-            counts = {term: (0, 0) for term in todo}
+            counts = {term: (posted[term], 0) for term in todo}
             for term in sorted(read):
-                pool, gone, kept = [], 0, 0
+                pool, gone = [], 0
                 for first, o, t, n in read[term]:
                     ords, tfs, lens = decode(o, t, n)
                     dead = _dead(ords, alive)
                     if len(ords) >= BLOCK and not dead.any():
-                        kept += len(ords)
                         continue  # a full block of live postings stays
                     gone += int(dead.sum())
                     pool.append((first, ords[~dead], tfs[~dead], lens[~dead]))
                 if len(pool) < 2 and not gone:
-                    counts[term] = (kept + sum(len(p[1]) for p in pool), len(pool))
+                    counts[term] = (posted[term], len(pool))
                     continue
                 old_terms += [term] * len(pool)
                 old_firsts += [p[0] for p in pool]
                 ords, tfs, lens = (np.concatenate([p[i] for p in pool]) for i in (1, 2, 3))
                 order = np.argsort(ords, kind="stable")
                 rewritten = list(_blocks(term, ords[order], tfs[order], lens[order]))
-                counts[term] = (kept + len(ords), sum(1 for b in rewritten if b[3] < BLOCK))
+                counts[term] = (posted[term] - gone, sum(1 for b in rewritten if b[3] < BLOCK))
                 new += rewritten
                 dropped += gone
                 terms += 1

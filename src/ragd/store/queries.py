@@ -218,13 +218,14 @@ FROM unnest(%(versions)b::uuid[], %(doc_ids)b::uuid[], %(signatures)b::bytea[], 
 ON CONFLICT DO NOTHING"""
 
 # Active documents sharing at least one LSH band with a batch's documents (`docs[i]` the document of band key
-# `keys[i]`), with their band keys; through the definer function, whose GIN lookup runs once per document of the
-# batch (the array operator cannot use the index under row-level security).
+# `keys[i]`), with the batch's documents each shares a band with; through the definer function, whose GIN lookup
+# runs once per document of the batch (the array operator cannot use the index under row-level security).
 NEAR_DUPLICATE_CANDIDATES = """
 WITH shared AS MATERIALIZED (
-    SELECT DISTINCT b.doc_version_id, b.bands
-    FROM ragd_band_matches(%(collection_id)s, %(docs)s::integer[], %(keys)s::bigint[]) b)
-SELECT m.doc_id, d.external_id, m.signature, s.bands
+    SELECT b.doc_version_id, array_agg(DISTINCT b.doc ORDER BY b.doc) AS docs
+    FROM ragd_band_matches(%(collection_id)s, %(docs)s::integer[], %(keys)s::bigint[]) b
+    GROUP BY b.doc_version_id)
+SELECT m.doc_id, d.external_id, m.signature, s.docs
 FROM shared s
 JOIN document_versions v ON v.doc_version_id = s.doc_version_id AND v.is_active
 JOIN document_minhash m ON m.doc_version_id = s.doc_version_id
@@ -629,12 +630,16 @@ ACTIVE_ORDS = "SELECT lex_ord FROM chunks WHERE collection_id = %(collection_id)
 # The terms whose blocks hold postings of chunks no longer active (posted > df) or more than one partial block, from
 # the terms' own counts (migration 25): no block is read to find them.
 TERMS_TO_COMPACT = """
-SELECT term FROM lexical_terms
+SELECT term, posted, df FROM lexical_terms
 WHERE collection_id = %(collection_id)s AND term > %(after)s AND (posted > df OR partial > 1)
 ORDER BY term LIMIT %(limit)s"""
+# The blocks a compaction reads: every block of the terms holding dead postings (`whole`), the partial ones of the
+# others
 BLOCKS_OF_TERMS = """
 SELECT term, first_ord, ords, tfs, lens FROM lexical_blocks
-WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[]) ORDER BY term, first_ord"""
+WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
+  AND (n < %(block)s OR term = ANY(%(whole)s::text[]))
+ORDER BY term, first_ord"""
 # The collection's active chunks (with words) as its statistics hold them: sizes the HNSW search's ef_search.
 ACTIVE_CHUNKS = "SELECT n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s"
 COMPACTED = "UPDATE lexical_stats SET blocks_written = 0 WHERE collection_id = %(collection_id)s"
