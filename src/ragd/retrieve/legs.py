@@ -91,7 +91,7 @@ def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UU
         exact = (matching or 0) <= exact_threshold
     if not exact:
         if ef_grow_from:
-            row = conn.execute(queries.ACTIVE_CHUNKS, {"collection_id": collection_id}).fetchone()
+            row = conn.execute(queries.CHUNK_COUNT, {"collection_id": collection_id}).fetchone()
             ef_search = ef_search_at(ef_search, int(row[0]) if row else 0, ef_grow_from)
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, limit))))
         if not filters.empty:

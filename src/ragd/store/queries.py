@@ -641,7 +641,7 @@ WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
   AND (n < %(block)s OR term = ANY(%(whole)s::text[]))
 ORDER BY term, first_ord"""
 # The collection's active chunks (with words) as its statistics hold them: sizes the HNSW search's ef_search.
-ACTIVE_CHUNKS = "SELECT n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s"
+CHUNK_COUNT = "SELECT n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s"
 COMPACTED = "UPDATE lexical_stats SET blocks_written = 0 WHERE collection_id = %(collection_id)s"
 BLOCKS_WRITTEN = "SELECT blocks_written FROM lexical_stats WHERE collection_id = %(collection_id)s"
 REPLACE_BLOCKS = """
