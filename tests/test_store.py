@@ -66,11 +66,18 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
+# Migration 25 undone: the terms' counts and the block replacement that sets them
+UNDO_25 = """
+DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
+                                  integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
+ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
+DELETE FROM schema_migrations WHERE version = 25;
+"""
 # Migration 20's layout of the BM25 postings, one row per (term, chunk) with migration 14's two btrees, rebuilt from a
 # store of today: the rows are what migration 20's activation statement wrote (the active chunks' lexemes, tf and
 # length per posting), its delete function as migration 15 wrote it, and every object migration 21 adds is dropped
 # again.
-BACK_TO_20 = """
+BACK_TO_20 = UNDO_25 + """
 CREATE TABLE lexical_postings (
     chunk_id uuid NOT NULL, term text NOT NULL, tenant_id text NOT NULL, collection_id uuid NOT NULL,
     tf integer NOT NULL CHECK (tf > 0), doc_len integer NOT NULL CHECK (doc_len > 0),
@@ -89,10 +96,6 @@ WHERE c.is_active AND l.len > 0;
 {delete_postings}
 GRANT EXECUTE ON FUNCTION ragd_delete_postings(uuid[], uuid) TO ragd_app;
 DROP TABLE lexical_blocks;
-DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
-                                  integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
-ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
-DELETE FROM schema_migrations WHERE version = 25;
 ALTER TABLE chunks DROP COLUMN lex_len, DROP COLUMN lex_ord;
 ALTER TABLE lexical_stats DROP COLUMN next_ord, DROP COLUMN blocks_written;
 DELETE FROM schema_migrations WHERE version = 21;
@@ -166,14 +169,10 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
 
 # Migration 24's compaction: the terms to rewrite found by grouping every block of the collection, and the block
 # replacement without the terms' counts (migration 21's function)
-BACK_TO_24 = """
-DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
-                                  integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
+BACK_TO_24 = UNDO_25 + """
 {replace_blocks}
 GRANT EXECUTE ON FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[],
                                               integer[], integer[], bytea[], bytea[], bytea[]) TO ragd_app;
-ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
-DELETE FROM schema_migrations WHERE version = 25;
 """
 OLD_TERMS_TO_COMPACT = """
 SELECT b.term FROM lexical_blocks b

@@ -87,7 +87,8 @@ class Settings(BaseSettings):
     query_log: Literal["off", "stdout", "stderr"] = "off"
     # HNSW candidates per search: hnsw_ef_search up to hnsw_ef_search_grow_from active chunks, then growing as
     # the square root of the collection's size (0: fixed). Measured (bench/scale.py, bge vectors): recall@10
-    # 0.99 at 100k chunks with 100; at 1M 0.91-0.92 with 100, 0.956-0.966 with 400 (what this gives there), p95 13 ms
+    # 0.97-0.99 at 100k chunks with 100; at 1M 0.91-0.92 with 100, 0.956-0.966 with 400 (what this gives
+    # there), p95 13 ms
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     hnsw_ef_search_grow_from: int = Field(default=62_500, ge=0)
     exact_scan_threshold: int = Field(default=5000, ge=0)

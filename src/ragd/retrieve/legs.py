@@ -67,9 +67,9 @@ def count_matching(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, f
 def ef_search_at(ef_search: int, chunks: int, grow_from: int) -> int:
     """The HNSW ef_search for a collection of `chunks` active chunks: `ef_search` up to `grow_from` chunks, then
     growing as the square root of the size, at most 1000 (pgvector's limit); `grow_from` 0: `ef_search` at any
-    size. A graph's recall at a fixed ef_search falls as it grows (bench/scale.py, recall@10 at 100: 0.99 at 100k
-    chunks, 0.91 at 1M), and the cost of a search grows about with ef_search, so a small collection keeps its speed
-    and a large one its recall."""
+    size. A graph's recall at a fixed ef_search falls as it grows (bench/scale.py, recall@10 at 100: 0.97-0.99 at
+    100k chunks, 0.91-0.92 at 1M), and the cost of a search grows about with ef_search, so a small collection
+    keeps its speed and a large one its recall."""
     if grow_from <= 0 or chunks <= grow_from:
         return ef_search
     return min(1000, max(ef_search, math.ceil(ef_search * math.sqrt(chunks / grow_from))))
