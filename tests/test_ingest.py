@@ -657,8 +657,9 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
         found = conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
             "collection_id": col.collection_id, "docs": [i for i, keys in enumerate(batch) for _ in keys],
             "keys": [k for keys in batch for k in keys]}).fetchall()
+        named = dict(conn.execute(queries.ACTIVE_CANDIDATES, {"versions": [r[0] for r in found]}).fetchall())
     # the stored document, once, with the batch's documents sharing a band with it
-    assert [(r[1], r[3]) for r in found] == [("d7", [3, 4])]
+    assert [(named[r[0]], r[3]) for r in found] == [("d7", [3, 4])]
     # the lookup function's own statement (as migration 24 wrote it), planned for this tenant and batch: the GIN
     # index searched once per document of the batch, the stored signatures never scanned
     body = next(text for version, _, text in migrations() if version == 24)
@@ -682,6 +683,24 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
     nodes = scans(plan)
     assert [n["Actual Loops"] for n in nodes if n.get("Index Name") == "document_minhash_bands"] == [len(batch)], plan
     assert not [n for n in nodes if n["Node Type"] == "Seq Scan"], plan
+
+
+def test_near_duplicates_are_found_among_the_stored_documents_active_versions_only(
+        client: ragd.Ragd, name: str) -> None:
+    """A new document is compared with the stored documents' active versions: a near-copy of the active one is a
+    duplicate of it, a near-copy of a replaced version's words is not (that version is retired), and a document's
+    new version is not a near-duplicate of its own older one."""
+    col = client.collection(name)
+    a, b_old, b_new = (" ".join(f"{w}{i}" for i in range(80)) for w in ("alpha", "beta", "gamma"))
+    col.ingest(documents=[{"id": "a", "text": a}, {"id": "b", "text": b_old}])
+    col.ingest(documents=[{"id": "b", "text": b_new}])
+    report = col.ingest(documents=[{"id": "near-a", "text": f"{a} tail"}, {"id": "near-old-b", "text": f"{b_old} tail"},
+                                   {"id": "a", "text": f"{a} and two more"}], near_duplicates=0.8)
+    assert {i.external_id: i.status for i in report.items} == {
+        "near-a": "duplicate", "near-old-b": "ingested", "a": "ingested"}
+    decisions = col.run(str(report.run_id))["stats"]["near_duplicates"]
+    assert [(d["item"], d["similar_to"], d["decision"]) for d in decisions] == [("near-a", "a", "duplicate")]
+    assert decisions[0]["similarity"] >= 0.9
 
 
 def test_near_duplicate_threshold_one_turns_the_check_off_but_keeps_signatures(client: ragd.Ragd, name: str) -> None:

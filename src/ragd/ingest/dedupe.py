@@ -24,6 +24,7 @@ from ..types import ExtractedDocument
 NUM_PERM = 128
 BANDS, ROWS = 32, 4  # candidates from a similarity of about (1/32) ** (1/4) = 0.42 up: thresholds from 0.5 work
 SHINGLE = 5
+RECORDED = 0.5  # a pair this similar is recorded in its run (with the decision), below it is not
 SEED = 1
 _WORD = re.compile(r"\w+")
 

@@ -672,21 +672,12 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
         _sign(p)
     if state.near_threshold >= 1.0:
         return  # the check is off: signatures are stored for later runs, nothing is compared
-    docs = [i for i, p in enumerate(batch) for _ in p.band_keys]
-    keys = [k for p in batch for k in p.band_keys]
-    # each stored candidate comes with the batch's documents it shares a band with, so each document takes its
-    # own (testing every candidate of the batch against every document was half of this process's time at 1M)
-    stored: list[list[dedupe.Known]] = [[] for _ in batch]
-    for doc, ext, sig, sharing in conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
-            "collection_id": col.collection_id, "docs": docs, "keys": keys}) if keys else ():
-        known = dedupe.Known(doc, ext, dedupe.from_bytes(sig))
-        for i in sharing:
-            stored[i].append(known)
+    stored = _stored_candidates(conn, col, batch)
     for i, p in enumerate(batch):
         assert p.signature is not None
         candidates = stored[i] + state.near_index.candidates(p.band_keys)
         match = dedupe.best_match(p.signature, p.doc_id, candidates)
-        if match is not None and match[1] >= 0.5:
+        if match is not None and match[1] >= dedupe.RECORDED:
             other, score = match
             skip = score >= state.near_threshold and duplicates == "skip"
             state.near_decisions.append({"item": p.doc.external_id, "similar_to": other.external_id,
@@ -697,6 +688,32 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
                 p.reason = f"near-duplicate of {other.external_id} (similarity {score:.3f} >= {state.near_threshold})"
                 continue
         state.near_index.add(dedupe.Known(p.doc_id, p.doc.external_id, p.signature), p.band_keys)
+
+
+def _stored_candidates(conn: psycopg.Connection[Any], col: Collection,
+                       batch: list[_Prepared]) -> list[list[dedupe.Known]]:
+    """Each document's stored candidates (active versions of the collection sharing an LSH band with it) that are
+    similar enough to be recorded: a candidate below that can be no document's match. Each stored signature comes
+    once with the batch's documents sharing a band with it, so each document tests its own (testing every
+    candidate of the batch against every document was half of this process's time at 1M); whether it is active,
+    and its external id, are then read for the similar ones only."""
+    docs = [i for i, p in enumerate(batch) for _ in p.band_keys]
+    keys = [k for p in batch for k in p.band_keys]
+    mine = [p.signature for p in batch if p.signature is not None]
+    assert len(mine) == len(batch)
+    similar: list[tuple[int, uuid.UUID, uuid.UUID, np.ndarray]] = []
+    for version, doc_id, sig, sharing in conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
+            "collection_id": col.collection_id, "docs": docs, "keys": keys}) if keys else ():
+        signature = dedupe.from_bytes(sig)
+        similar += [(i, version, doc_id, signature) for i in sharing
+                    if dedupe.similarity(mine[i], signature) >= dedupe.RECORDED]
+    active = dict(conn.execute(queries.ACTIVE_CANDIDATES, {
+        "versions": sorted({version for _, version, _, _ in similar})}).fetchall()) if similar else {}
+    stored: list[list[dedupe.Known]] = [[] for _ in batch]
+    for i, version, doc_id, signature in similar:
+        if version in active:
+            stored[i].append(dedupe.Known(doc_id, active[version], signature))
+    return stored
 
 
 def _sign(p: _Prepared) -> None:
@@ -1152,8 +1169,9 @@ def run_ingest(
 def near_threshold(col: Collection, given: float | None) -> float:
     """The whole-document similarity at which a new document is a near-duplicate (given, else configured)."""
     threshold = col.settings.near_duplicate_threshold if given is None else given
-    if not 0.5 <= threshold <= 1.0:
-        raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use 0.5 to 1.0 (1.0 disables)")
+    if not dedupe.RECORDED <= threshold <= 1.0:
+        raise InvalidRequest(f"near-duplicate threshold {threshold} is out of range: use {dedupe.RECORDED} to 1.0 "
+                             "(1.0 disables)")
     return threshold
 
 
