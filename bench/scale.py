@@ -15,7 +15,8 @@ have the neighbourhood structure of real embeddings (HNSW recall means something
 `--vectors hash`: the hashing embedder (no neighbourhood structure; recall is low by nature).
 Document i is the same on every run: with --home the database is kept and a later run resumes the build where it
 stopped (or skips it). `--bulk` loads a new collection in one run, as a user loading a corpus would (the HNSW graph
-built once at its end), and measures the rate of adding --step documents to it at each size.
+built once at its end), and measures the rate of adding --step documents to it at each size, --steps times
+(2: the first step after a server start reads what the buffers lack, the next one is the steady rate).
 
 Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
 tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
@@ -214,7 +215,10 @@ def main() -> None:
     parser.add_argument("--bulk", action="store_true",
                         help="load all but the last --step documents of each size in one ingest run (a new "
                              "collection's first run writes its rows and builds the HNSW graph once at its end), "
-                             "then add the last step as a later run does: the rate of adding to that size")
+                             "then add the last --steps steps as later runs do: the rate of adding to that size")
+    parser.add_argument("--steps", type=int, default=2,
+                        help="with --bulk, how many steps of --step documents end each size (the first after a "
+                             "server start reads what its buffers lack; the next is the steady rate)")
     parser.add_argument("--ef", default="40,100,200,400", help="HNSW ef_search values to measure recall@10 at")
     parser.add_argument("--vectors", choices=("bge-mix", "hash"), default="bge-mix")
     parser.add_argument("--vector-type", choices=("halfvec", "vector"), default="halfvec",
@@ -246,15 +250,13 @@ def main() -> None:
               f"ef_search {client.settings.hnsw_ef_search}, growing from "
               f"{client.settings.hnsw_ef_search_grow_from} chunks")
         for size in [int(s) for s in args.sizes.split(",")]:
-            with client.store.admin() as conn:
-                have = conn.execute("SELECT count(*) FROM documents WHERE collection_id = %s",
-                                    (col.collection_id,)).fetchone()[0]
+            have = drawn(client, col)
             marks = []
             began, at = time.perf_counter(), have
             while have < size:
                 stop = min(size, have + args.step)
-                if args.bulk and have < size - args.step:
-                    stop = size - args.step
+                if args.bulk and have < size - args.steps * args.step:
+                    stop = size - args.steps * args.step
                 t = time.perf_counter()
                 report = col.ingest(documents=documents(pool, have, stop))
                 seconds = time.perf_counter() - t
@@ -282,6 +284,18 @@ def main() -> None:
             server_peak = max(server_peak, server_rss_mb(pgdata))
             print(f"peak RSS: client {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
                   f"{server_peak:.0f} MB")
+
+
+def drawn(client, col) -> int:  # type: ignore[no-untyped-def]
+    """How many documents of the sequence the collection was given: the highest drawn one's number plus one (a
+    document found to be a near-duplicate is not stored, so counting the stored documents falls behind and the
+    next run would draw those again; any skipped after the highest stored one are drawn again, and skipped again)."""
+    with client.store.admin() as conn:
+        top, real = conn.execute(
+            "SELECT max(substr(external_id, 5)::int) FILTER (WHERE external_id LIKE 'gen-%%'), "
+            "count(*) FILTER (WHERE external_id LIKE 'scifact-%%') FROM documents WHERE collection_id = %s",
+            (col.collection_id,)).fetchone()
+    return int(top) + 1 if top is not None else int(real)
 
 
 def _per_100k(marks: list[tuple[int, float, int]]) -> list[tuple[int, float]]:
