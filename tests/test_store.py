@@ -528,3 +528,55 @@ def test_a_store_at_migration_17_keeps_its_rows_through_the_queue_and_the_tenant
                              "source_uri, source_type FROM documents WHERE collection_id = %s", (cid,))
     finally:
         rag.close()
+
+
+def test_compaction_rebuilds_the_blocks_index_once_compactions_have_left_it_sparse(
+        fresh_database: str, settings: Settings) -> None:
+    """Compaction deletes most of the blocks ingest writes (a partial block per term per run), and a btree never
+    merges the pages it leaves nearly empty. `compact` then rebuilds the blocks' index (concurrently): after it the
+    index is a fraction of its size, the same blocks are there, searches answer the same, and the next compaction
+    leaves the dense index alone. A copy a stopped rebuild left invalid is dropped."""
+    import random
+
+    store = Store(fresh_database, settings=settings.model_copy(update={"compact_after_blocks": 0}))
+    rag = Ragd(store, store.settings, None)
+    rng = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(1000)]
+    try:
+        col = rag.collection("sparse-blocks")
+        for run in range(24):  # a partial block of nearly every term per run
+            col.ingest(documents=[{"id": f"r{run}-{i}", "text": " ".join(rng.choice(vocabulary) for _ in range(60))}
+                                  for i in range(40)])
+        queries_ = [" ".join(rng.choice(vocabulary) for _ in range(3)) for _ in range(20)]
+        before = [[(h.external_id, round(h.score, 9)) for h in col.search(q, k=10, fusion="lexical")] for q in queries_]
+
+        def index() -> tuple[int, int]:
+            with store.maintenance() as conn:
+                row = conn.execute(queries.BLOCKS_INDEX_FILL).fetchone()
+            assert row is not None
+            return int(row[1]), int(row[0])
+
+        blocks, pages = index()
+        assert blocks > 20_000 and blocks >= 16 * pages, (blocks, pages)  # dense while ingest only adds blocks
+        with store.maintenance() as conn:  # a stopped rebuild's copy: an invalid index, written on every insert
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                conn.execute("CREATE UNIQUE INDEX CONCURRENTLY lexical_blocks_pkey_ccnew ON lexical_blocks (term)")
+            assert conn.execute("SELECT NOT indisvalid FROM pg_index WHERE indexrelid = "
+                                "'lexical_blocks_pkey_ccnew'::regclass").fetchone() == (True,)
+        # the runs' partial blocks merged into one block a term: the index's pages emptied, not freed, so rebuilt
+        done = col.compact()
+        assert done["terms"] == len(vocabulary) and done["rows_after"] < blocks / 20 and done["index_rebuilt"]
+        rebuilt_blocks, rebuilt_pages = index()
+        assert rebuilt_blocks == blocks - done["rows_before"] + done["rows_after"]
+        assert rebuilt_pages * 4 <= pages and rebuilt_blocks >= 16 * rebuilt_pages, (rebuilt_blocks, rebuilt_pages)
+        with store.maintenance() as conn:
+            assert conn.execute("SELECT to_regclass('lexical_blocks_pkey_ccnew')").fetchone() == (None,)
+            valid = conn.execute("SELECT indisvalid, indisprimary FROM pg_index "
+                                 "WHERE indexrelid = 'lexical_blocks_pkey'::regclass").fetchone()
+        assert valid == (True, True)
+        assert [[(h.external_id, round(h.score, 9)) for h in col.search(q, k=10, fusion="lexical")]
+                for q in queries_] == before
+        lexical_stats_consistent(rag, col)
+        assert col.compact()["index_rebuilt"] is False  # dense now
+    finally:
+        rag.close()

@@ -273,7 +273,8 @@ def compact(collection: str | None, tenant: str | None, as_json: bool) -> None:
         emit_json(done)
     else:
         out.print(f"compacted {done['terms']} terms of {col.name}: {done['rows_before']} blocks -> "
-                  f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped", markup=False)
+                  f"{done['rows_after']}, {done['postings_dropped']} postings of retired chunks dropped"
+                  + ("; their index, left sparse, rebuilt" if done["index_rebuilt"] else ""), markup=False)
 
 
 def _enqueue(col: Any, paths: list[str], tags: list[str], options: ExtractOptions, keep_duplicates: bool,

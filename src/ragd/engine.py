@@ -685,11 +685,16 @@ class Collection:
             doc["versions"] = rows_as_dicts(conn.execute(queries.DOCUMENT_VERSIONS, {"doc_id": doc["doc_id"]}))
             return doc
 
-    def compact(self) -> dict[str, int]:
+    def compact(self) -> dict[str, Any]:
         """Rewrite the BM25 blocks that need it (postings of retired or deleted chunks dropped, a term's small
         blocks merged into full ones), a page of terms per transaction; search answers the same throughout
-        (results are unchanged, so cached results stay valid)."""
-        return dataclasses.asdict(blocks.compact(lambda: self.store.tenant(self.tenant), self.collection_id))
+        (results are unchanged, so cached results stay valid). Then the blocks' index is rebuilt if compactions
+        have left it sparse (`index_rebuilt`; not during ingest's own compactions: the rebuild waits for every
+        open transaction on the blocks)."""
+        done: dict[str, Any] = dataclasses.asdict(blocks.compact(lambda: self.store.tenant(self.tenant),
+                                                                 self.collection_id))
+        done["index_rebuilt"] = self.store.rebuild_sparse_blocks_index()
+        return done
 
     def delete(self, ref: str) -> uuid.UUID:
         """Delete a document and all its versions; it leaves retrieval at once."""

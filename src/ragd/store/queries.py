@@ -598,6 +598,18 @@ CROSS JOIN lexical_stats s
 WHERE s.collection_id = %(collection_id)s
 ORDER BY lt.df, q.term"""
 
+# The BM25 blocks' primary key (every collection's): its pages and the blocks it indexes (counted: the statistics'
+# estimates lag behind a compaction, or were never taken), and copies a REINDEX CONCURRENTLY left invalid when it
+# was stopped (each is written on every insert until dropped).
+BLOCKS_INDEX_FILL = """
+SELECT pg_relation_size('lexical_blocks_pkey'::regclass) / current_setting('block_size')::bigint,
+       (SELECT count(*) FROM lexical_blocks),
+       ARRAY(SELECT x.relname::text FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+             WHERE i.indrelid = 'lexical_blocks'::regclass AND NOT i.indisvalid
+               AND x.relname LIKE 'lexical\\_blocks\\_pkey\\_ccnew%%' ORDER BY 1)"""
+REINDEX_BLOCKS = "REINDEX INDEX CONCURRENTLY lexical_blocks_pkey"
+
+
 # Each term's postings, its blocks' packed arrays joined in ordinal order by the server: one row per term (read in
 # binary, as bytes; thousands of rows of a few hundred bytes each cost more to receive and join than the data).
 LEXICAL_BLOCKS = """
