@@ -171,7 +171,8 @@ def test_replaced_deleted_and_reactivated_chunks_score_exactly_before_and_after_
         assert total == dfs[term] and count == -(-total // 128) and largest <= 128, term
     assert {q: top(q) for q in asked} == before
     lexical_stats_consistent(client, col)
-    assert col.compact() == {"terms": 0, "rows_before": 0, "rows_after": 0, "postings_dropped": 0}
+    again = col.compact()  # (whether the blocks' shared index is rebuilt depends on every collection's blocks)
+    assert [again[k] for k in ("terms", "rows_before", "rows_after", "postings_dropped")] == [0, 0, 0, 0]
 
 
 def test_a_long_run_compacts_as_it_goes_not_only_at_its_end(settings: Any, name: str) -> None:

@@ -535,8 +535,11 @@ def test_compaction_rebuilds_the_blocks_index_once_compactions_have_left_it_spar
     """Compaction deletes most of the blocks ingest writes (a partial block per term per run), and a btree never
     merges the pages it leaves nearly empty. `compact` then rebuilds the blocks' index (concurrently): after it the
     index is a fraction of its size, the same blocks are there, searches answer the same, and the next compaction
-    leaves the dense index alone. A copy a stopped rebuild left invalid is dropped."""
+    leaves the dense index alone. A rebuild blocked by an older transaction gives up after its wait; the invalid
+    copy it leaves is dropped by the next."""
     import random
+
+    from ragd.store.blocks import compact as compact_blocks
 
     store = Store(fresh_database, settings=settings.model_copy(update={"compact_after_blocks": 0}))
     rag = Ragd(store, store.settings, None)
@@ -558,16 +561,27 @@ def test_compaction_rebuilds_the_blocks_index_once_compactions_have_left_it_spar
 
         blocks, pages = index()
         assert blocks > 20_000 and blocks >= 16 * pages, (blocks, pages)  # dense while ingest only adds blocks
-        with store.maintenance() as conn:  # a stopped rebuild's copy: an invalid index, written on every insert
-            with pytest.raises(psycopg.errors.UniqueViolation):
-                conn.execute("CREATE UNIQUE INDEX CONCURRENTLY lexical_blocks_pkey_ccnew ON lexical_blocks (term)")
+        # the runs' partial blocks merged into one block a term (compaction alone, as ingest runs it): the index's
+        # pages emptied, not freed
+        merged = compact_blocks(lambda: store.tenant(col.tenant), col.collection_id)
+        assert merged.terms == len(vocabulary) and merged.rows_after < blocks / 20
+        left, pages = index()  # (the merged blocks' entries take a few pages more)
+        assert left == blocks - merged.rows_before + merged.rows_after and left < 16 * pages, (left, pages)
+        # a rebuild waits for transactions older than it: past its wait it gives up, and the copy it was building
+        # (an invalid index, written on every insert) cannot be dropped while that transaction lasts either
+        with psycopg.connect(fresh_database) as older:
+            older.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            older.execute("SELECT count(*) FROM lexical_blocks")
+            assert store.rebuild_sparse_blocks_index(wait="1s") is False
+        with store.maintenance() as conn:
+            assert conn.execute(queries.BLOCKS_INDEX_FILL).fetchone() == (pages, left, ["lexical_blocks_pkey_ccnew"])
             assert conn.execute("SELECT NOT indisvalid FROM pg_index WHERE indexrelid = "
                                 "'lexical_blocks_pkey_ccnew'::regclass").fetchone() == (True,)
-        # the runs' partial blocks merged into one block a term: the index's pages emptied, not freed, so rebuilt
+        # the next compaction drops it and rebuilds
         done = col.compact()
-        assert done["terms"] == len(vocabulary) and done["rows_after"] < blocks / 20 and done["index_rebuilt"]
+        assert done["terms"] == 0 and done["index_rebuilt"]
         rebuilt_blocks, rebuilt_pages = index()
-        assert rebuilt_blocks == blocks - done["rows_before"] + done["rows_after"]
+        assert rebuilt_blocks == left
         assert rebuilt_pages * 4 <= pages and rebuilt_blocks >= 16 * rebuilt_pages, (rebuilt_blocks, rebuilt_pages)
         with store.maintenance() as conn:
             assert conn.execute("SELECT to_regclass('lexical_blocks_pkey_ccnew')").fetchone() == (None,)

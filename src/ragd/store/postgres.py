@@ -36,6 +36,11 @@ TENANT_POOL_SIZE = 4
 SPARSE_ENTRIES_PER_PAGE = 16
 
 
+def _drop_indexes(conn: psycopg.Connection[Any], names: list[str]) -> None:
+    for name in names:
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+
+
 def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
     """(url, is_embedded): an explicit URL, then RAGD_DATABASE_URL, then the embedded server."""
     if url:
@@ -400,12 +405,14 @@ class Store:
                 with contextlib.suppress(psycopg.OperationalError):
                     conn.execute(queries.RESET_MAINTENANCE)
 
-    def rebuild_sparse_blocks_index(self, *, sparse: int = SPARSE_ENTRIES_PER_PAGE) -> bool:
+    def rebuild_sparse_blocks_index(self, *, sparse: int = SPARSE_ENTRIES_PER_PAGE, wait: str = "10s") -> bool:
         """Rebuild the BM25 blocks' primary key (REINDEX CONCURRENTLY: reads and writes go on) when it holds fewer
         than `sparse` entries a page. Compaction deletes most of the blocks ingest writes, and a btree never
         merges the pages it leaves nearly empty: a store loaded before ingest compacted as it went kept a 1.5 GB
         index 3% full for 683k blocks (37 MB rebuilt, in 1.4 s), which every lexical search walks. Copies a
-        stopped rebuild left invalid are dropped first. One process rebuilds at a time; True if this one did."""
+        stopped rebuild left invalid are dropped first. It waits at most `wait` for a lock or for a transaction
+        older than it, then gives up: the copy it made is dropped then if it can be, else by the next call. One
+        process rebuilds at a time; True if this one did."""
         with self.maintenance() as conn:
             row = conn.execute(queries.BLOCKS_INDEX_FILL).fetchone()
             assert row is not None
@@ -415,16 +422,23 @@ class Store:
             with self.exclusive(conn, "rebuild lexical_blocks_pkey") as mine:
                 if not mine:
                     return False
+                conn.execute(queries.SET_REBUILD_WAIT, {"wait": wait})  # not stuck behind a long transaction
                 try:
-                    for name in stale:
-                        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+                    _drop_indexes(conn, stale)
                     if pages < 8 or entries >= sparse * pages:
                         return False
                     conn.execute(queries.REINDEX_BLOCKS)
                 except psycopg.errors.DatabaseError as exc:  # searches are the same without it: said, not raised
                     _log.warning("the BM25 blocks' index was not rebuilt (%s); searches are exact without it",
                                  str(exc).strip())
+                    with contextlib.suppress(psycopg.errors.DatabaseError):  # the copy it left, if it can
+                        left = conn.execute(queries.BLOCKS_INDEX_FILL).fetchone()
+                        _drop_indexes(conn, list(left[2]) if left else [])
                     return False
+                finally:
+                    if not conn.closed:
+                        with contextlib.suppress(psycopg.OperationalError):
+                            conn.execute(queries.RESET_REBUILD_WAIT)
                 return True
 
     @contextmanager

@@ -608,6 +608,9 @@ SELECT pg_relation_size('lexical_blocks_pkey'::regclass) / current_setting('bloc
              WHERE i.indrelid = 'lexical_blocks'::regclass AND NOT i.indisvalid
                AND x.relname LIKE 'lexical\\_blocks\\_pkey\\_ccnew%%' ORDER BY 1)"""
 REINDEX_BLOCKS = "REINDEX INDEX CONCURRENTLY lexical_blocks_pkey"
+# How long the rebuild waits for a lock or an older transaction before it gives up (and its copy is dropped)
+SET_REBUILD_WAIT = "SELECT set_config('lock_timeout', %(wait)s, false)"
+RESET_REBUILD_WAIT = "RESET lock_timeout"
 
 
 # Each term's postings, its blocks' packed arrays joined in ordinal order by the server: one row per term (read in
