@@ -58,6 +58,12 @@ def test_minhash_signatures_are_pinned_and_equal_the_plain_shingle_computation()
     sig = dedupe.signature("The quick brown fox jumps over the lazy dog, twice: the quick brown fox jumps again.")
     assert [int(v) for v in sig[:6]] == [126542272, 158935461, 112788019, 729940982, 1265035740, 208335525]
     assert dedupe.band_keys(sig)[:2] == [-9014675978610371440, 7635462042783292457]
+    # stored 4 bytes a value; stores written before hold 8 bytes a value, read as the same values
+    stored = dedupe.to_bytes(sig)
+    assert stored[:8] == (126542272).to_bytes(4, "little") + (158935461).to_bytes(4, "little")
+    assert len(stored) == 4 * dedupe.NUM_PERM and (dedupe.from_bytes(stored) == sig).all()
+    assert (dedupe.from_bytes(sig.astype("<u8").tobytes()) == sig).all()
+    assert dedupe.from_bytes(stored[:-1]) is None and dedupe.from_bytes(b"") is None
 
     def plain(text: str) -> list[int]:
         words = [w.lower() for w in dedupe._WORD.findall(text)]

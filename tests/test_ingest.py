@@ -704,6 +704,36 @@ def test_near_duplicates_are_found_among_the_stored_documents_active_versions_on
     assert decisions[0]["similarity"] >= 0.9
 
 
+def test_signatures_are_stored_in_4_bytes_a_value_and_those_stored_in_8_still_match(
+        client: ragd.Ragd, name: str) -> None:
+    """New signatures take 4 bytes a value (512 bytes); a signature stored before, 8 bytes a value, is read as the
+    same values, so a near-copy of its document is still its duplicate; a signature row of any other length (written
+    by hand in the tenant's own SQL session) is no candidate and fails nothing."""
+    from ragd.ingest import dedupe
+
+    col = client.collection(name)
+    a, b = (" ".join(f"{w}{i}" for i in range(80)) for w in ("alpha", "beta"))
+    col.ingest(documents=[{"id": "a", "text": a}, {"id": "b", "text": b}])
+    with client.store.tenant(col.tenant) as conn:
+        rows = dict(conn.execute("SELECT d.external_id, m.signature FROM document_minhash m "
+                                 "JOIN documents d USING (doc_id) WHERE m.collection_id = %s", (col.collection_id,)))
+        assert sorted(len(v) for v in rows.values()) == [512, 512]
+        old = dedupe.from_bytes(rows["a"])
+        assert old is not None
+        conn.execute("UPDATE document_minhash m SET signature = %s FROM documents d "
+                     "WHERE d.doc_id = m.doc_id AND d.external_id = 'a' AND m.collection_id = %s",
+                     (old.astype("<u8").tobytes(), col.collection_id))
+        conn.execute("UPDATE document_minhash m SET signature = '\\x0102' FROM documents d "
+                     "WHERE d.doc_id = m.doc_id AND d.external_id = 'b' AND m.collection_id = %s",
+                     (col.collection_id,))
+        assert sorted(len(r[0]) for r in conn.execute("SELECT signature FROM document_minhash WHERE collection_id = %s",
+                                                      (col.collection_id,))) == [2, 1024]
+    report = col.ingest(documents=[{"id": "near-a", "text": f"{a} tail"}, {"id": "near-b", "text": f"{b} tail"}],
+                        near_duplicates=0.9)
+    assert {i.external_id: i.status for i in report.items} == {"near-a": "duplicate", "near-b": "ingested"}
+    assert "near-duplicate of a" in (report.items[0].reason or "")
+
+
 def test_near_duplicate_threshold_one_turns_the_check_off_but_keeps_signatures(client: ragd.Ragd, name: str) -> None:
     """1.0 is documented as off: a document whose words equal another's (signature similarity 1.0) is ingested,
     no pair is compared or recorded; its signature is still stored, so a later run with the check on finds it."""

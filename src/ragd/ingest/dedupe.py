@@ -105,11 +105,15 @@ def similarity(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def to_bytes(sig: np.ndarray) -> bytes:
-    return sig.astype("<u8").tobytes()
+    """As stored: 4 bytes a value, little-endian (every value is below 2**32). Stores written before kept 8 bytes a
+    value (1 KB a document, two thirds of a signature row); `from_bytes` reads both."""
+    return sig.astype("<u4").tobytes()
 
 
-def from_bytes(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+def from_bytes(data: bytes) -> np.ndarray | None:
+    """A stored signature (4 or 8 bytes a value), or None for bytes of another length (a row written by hand)."""
+    width = {NUM_PERM * 4: "<u4", NUM_PERM * 8: "<u8"}.get(len(data))
+    return None if width is None else np.frombuffer(data, dtype=width).astype(np.uint64)
 
 
 @dataclass(frozen=True)

@@ -705,6 +705,8 @@ def _stored_candidates(conn: psycopg.Connection[Any], col: Collection,
     for version, doc_id, sig, sharing in conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
             "collection_id": col.collection_id, "docs": docs, "keys": keys}) if keys else ():
         signature = dedupe.from_bytes(sig)
+        if signature is None:
+            continue  # not a signature ragd wrote: no candidate
         similar += [(i, version, doc_id, signature) for i in sharing
                     if dedupe.similarity(mine[i], signature) >= dedupe.RECORDED]
     active = dict(conn.execute(queries.ACTIVE_CANDIDATES, {
