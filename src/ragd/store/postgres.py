@@ -417,23 +417,24 @@ class Store:
             row = conn.execute(queries.BLOCKS_INDEX_FILL).fetchone()
             assert row is not None
             pages, entries, stale = int(row[0]), int(row[1]), list(row[2])
-            if not stale and (pages < 8 or entries >= sparse * pages):
-                return False  # small or dense
+            dense = pages < 8 or entries >= sparse * pages  # (a small index counts as dense)
+            if dense and not stale:
+                return False
             with self.exclusive(conn, "rebuild lexical_blocks_pkey") as mine:
                 if not mine:
                     return False
                 conn.execute(queries.SET_REBUILD_WAIT, {"wait": wait})  # not stuck behind a long transaction
                 try:
                     _drop_indexes(conn, stale)
-                    if pages < 8 or entries >= sparse * pages:
+                    if dense:
                         return False
                     conn.execute(queries.REINDEX_BLOCKS)
                 except psycopg.errors.DatabaseError as exc:  # searches are the same without it: said, not raised
                     _log.warning("the BM25 blocks' index was not rebuilt (%s); searches are exact without it",
                                  str(exc).strip())
                     with contextlib.suppress(psycopg.errors.DatabaseError):  # the copy it left, if it can
-                        left = conn.execute(queries.BLOCKS_INDEX_FILL).fetchone()
-                        _drop_indexes(conn, list(left[2]) if left else [])
+                        left = conn.execute(queries.BLOCKS_INDEX_COPIES).fetchone()
+                        _drop_indexes(conn, list(left[0]) if left else [])
                     return False
                 finally:
                     if not conn.closed:

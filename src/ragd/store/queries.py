@@ -601,12 +601,14 @@ ORDER BY lt.df, q.term"""
 # The BM25 blocks' primary key (every collection's): its pages and the blocks it indexes (counted: the statistics'
 # estimates lag behind a compaction, or were never taken), and copies a REINDEX CONCURRENTLY left invalid when it
 # was stopped (each is written on every insert until dropped).
-BLOCKS_INDEX_FILL = """
-SELECT pg_relation_size('lexical_blocks_pkey'::regclass) / current_setting('block_size')::bigint,
-       (SELECT count(*) FROM lexical_blocks),
-       ARRAY(SELECT x.relname::text FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+_BLOCKS_INDEX_COPIES = """ARRAY(SELECT x.relname::text FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
              WHERE i.indrelid = 'lexical_blocks'::regclass AND NOT i.indisvalid
                AND x.relname LIKE 'lexical\\_blocks\\_pkey\\_ccnew%%' ORDER BY 1)"""
+BLOCKS_INDEX_FILL = f"""
+SELECT pg_relation_size('lexical_blocks_pkey'::regclass) / current_setting('block_size')::bigint,
+       (SELECT count(*) FROM lexical_blocks),
+       {_BLOCKS_INDEX_COPIES}"""
+BLOCKS_INDEX_COPIES = f"SELECT {_BLOCKS_INDEX_COPIES}"  # (without the count, after a rebuild gave up)
 REINDEX_BLOCKS = "REINDEX INDEX CONCURRENTLY lexical_blocks_pkey"
 # How long the rebuild waits for a lock or an older transaction before it gives up (and its copy is dropped)
 SET_REBUILD_WAIT = "SELECT set_config('lock_timeout', %(wait)s, false)"
