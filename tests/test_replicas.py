@@ -98,6 +98,13 @@ def test_search_is_served_by_the_replica_and_sees_the_clients_own_writes(routed:
     hits = col.search("lighthouse fog horn", k=3, debug=debug)
     assert debug["served_by"] == "replica"  # pg_is_in_recovery() on the connection that served it
     assert [h.external_id for h in hits] == ["r1"]  # written on the primary a moment ago: read your writes
+    on_replica = routed.store.replicas[0].store()
+    with on_replica.tenant("replica-a"), on_replica.tenant("replica-a"):  # two connections open in its pool
+        pass
+    debug = {}
+    assert col.search("lighthouse fog horn", k=3, debug=debug) == hits
+    # the legs side by side on the replica, the second session in the first one's snapshot (exported in recovery)
+    assert debug["served_by"] == "replica" and debug["legs"] == "concurrent"
     answer = col.ask("How many steps does the lighthouse keeper climb?", debug=True)
     assert not answer.abstained and answer.debug is not None and answer.debug["served_by"] == "replica"
     # the ingest reached the replica by replay, not by ragd writing there

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -14,7 +15,8 @@ from psycopg import sql
 import ragd
 from ragd.config import Settings
 from ragd.errors import InvalidRequest
-from ragd.retrieve.legs import ef_search_at, vector_sql
+from ragd.retrieve.legs import best_sums, ef_search_at, vector_sql
+from ragd.store.postgres import TENANT_POOL_SIZE, Store
 from ragd.types import Candidate, Filters
 
 from .conftest import DATA
@@ -161,6 +163,63 @@ def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
     weighted = big.search("item42", k=5, fusion="weighted", keyword_weight=0.7, semantic_weight=0.3)
     assert weighted[0].external_id == "d0042"
     assert all(0 <= h.score <= 1.0 + 1e-9 for h in weighted)
+
+
+def _two_connections(store: Store, tenant: str) -> None:
+    """The tenant's pool holds two open connections (a fresh pool opens them as they are asked for)."""
+    with store.tenant(tenant), store.tenant(tenant):
+        pass
+
+
+def test_hybrid_legs_run_side_by_side_with_the_same_results_as_one_after_the_other(settings: Settings,
+                                                                                  big: ragd.Collection) -> None:
+    client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
+    try:
+        col = client.collection(big.name)
+        _two_connections(client.store, col.tenant)
+        for fusion in ("rrf", "weighted"):
+            for query, filters in (("item42 record", None), ("alpha bravo charlie", None),
+                                   ("delta echo", {"tags_any": ["rare"]}), ("golf hotel", {"metadata": {"group": 3}})):
+                debug: dict[str, object] = {}
+                side_by_side = col.search(query, k=10, fusion=fusion, filters=filters, debug=debug)
+                assert debug["legs"] == "concurrent"
+                assert side_by_side and any(h.vector_rank for h in side_by_side) \
+                    and any(h.lexical_rank for h in side_by_side)
+                with contextlib.ExitStack() as held:  # every other connection of the tenant's pool taken
+                    for _ in range(TENANT_POOL_SIZE - 1):
+                        held.enter_context(client.store.tenant(col.tenant))
+                    debug = {}
+                    alone = col.search(query, k=10, fusion=fusion, filters=filters, debug=debug)
+                assert debug["legs"] == "sequential"  # no second connection free: not waited for
+                assert alone == side_by_side
+        debug = {}
+        col.search("item42", k=5, fusion="vector", debug=debug)
+        assert "legs" not in debug  # one leg: one connection
+    finally:
+        client.close()
+
+
+def test_a_pair_of_reading_sessions_sees_one_snapshot(settings: Settings, name: str) -> None:
+    client, other = ragd.connect(settings=settings), ragd.connect(settings=settings)
+    count = "SELECT count(*) FROM documents WHERE collection_id = %s"
+    try:
+        col = client.collection(name)
+        col.ingest(documents=[{"id": "a", "text": "Tide tables list high and low water."}])
+        _two_connections(client.store, col.tenant)
+        with client.store.reading_pair(col.tenant) as (conn, spare):
+            assert spare is not None and spare is not conn
+            # committed by another client after the pair opened: neither session sees it, the second one
+            # included (it imported the first one's snapshot; a snapshot of its own would be taken later)
+            other.collection(name).ingest(documents=[{"id": "b", "text": "Spring tides follow the full moon."}])
+            assert conn.execute(count, (col.collection_id,)).fetchone() == (1,)
+            assert spare.execute(count, (col.collection_id,)).fetchone() == (1,)
+        with client.store.reading_pair(col.tenant) as (conn, spare):
+            assert spare is not None and spare.execute(count, (col.collection_id,)).fetchone() == (2,)
+        with client.store.reading_pair(col.tenant, pair=False) as (conn, spare):
+            assert spare is None and conn.execute(count, (col.collection_id,)).fetchone() == (2,)
+    finally:
+        client.close()
+        other.close()
 
 
 def test_bad_search_requests_are_refused(big: ragd.Collection) -> None:
@@ -358,6 +417,32 @@ def _reference_bm25(lexemes: dict[object, dict[str, int]], query: list[tuple[str
                 part = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[chunk] / avg))
                 scores[chunk] = scores.get(chunk, 0.0) + part * (1 if count_once else qtf)
     return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def test_the_best_sums_are_the_take_largest_rounded_with_every_tie() -> None:
+    """best_sums finds the best of a dense array of BM25 sums through its groups' maxima; against sorting them
+    all: zeros (ordinals holding no term), exact ties, sums within a rounding step of each other (equal once
+    rounded), groups of every width, and takes from 1 to past the positive count."""
+    rng = np.random.default_rng(20261128)
+    for case in range(300):
+        size = int(rng.integers(1, 5000))
+        sums = np.round(rng.gamma(2.0, 3.0, size), int(rng.integers(1, 4)))  # few decimals: many exact ties
+        sums[rng.random(size) < rng.random()] = 0.0
+        nudged = rng.random(size) < 0.2
+        sums[nudged] += rng.choice([3e-10, -3e-10, 7e-10], int(nudged.sum()))  # within a rounding step
+        sums = np.where(sums > 0, sums, 0.0)
+        positive = int(np.count_nonzero(sums > 0))
+        rounded = np.round(sums, 9)
+        for take in sorted({1, 2, 7, 60, int(rng.integers(1, size + 2)), positive, positive + 1}):
+            if take < 1:
+                continue
+            if take >= positive:
+                expected = np.flatnonzero(sums > 0)
+            else:
+                threshold = np.sort(rounded[sums > 0])[-take]
+                expected = np.flatnonzero((sums > 0) & (rounded >= threshold))
+            got = best_sums(sums, take, positive)
+            assert np.array_equal(got, expected), (case, size, take)
 
 
 def test_bm25_scores_equal_a_reference_bm25_on_long_queries(client: ragd.Ragd) -> None:

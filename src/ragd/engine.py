@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -12,7 +13,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, overload
@@ -140,6 +141,11 @@ class Ragd:
         """A tenant's read-only session for search and ask: a replica when one is configured and current enough
         (it has replayed this client's last write of the tenant, or the primary serves it), else the primary."""
         return self.store.reading(tenant, after_lsn=self._written.get(tenant))
+
+    def reading_pair(self, tenant: str, *, pair: bool = True) -> contextlib.AbstractContextManager[Any]:
+        """reading()'s session and a second one in its snapshot, or None when no connection is free at once
+        (Store.reading_pair): a hybrid search runs its legs side by side on them."""
+        return self.store.reading_pair(tenant, after_lsn=self._written.get(tenant), pair=pair)
 
     def wrote(self, tenant: str) -> None:
         """Remember the primary's WAL position after a write of the tenant (with replicas only): its next reads
@@ -867,8 +873,11 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
              debug: dict[str, Any] | None = None) -> list[Candidate]:
     """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k.
 
-    When `timings` is given, it receives each stage's milliseconds: embed (the query vector), vector and lexical
-    (each leg's SQL, results read), release (ending the read transaction), fuse (hybrid plans only), rerank; `debug`
+    A hybrid plan runs its two legs side by side on two connections sharing one snapshot when the tenant's pool
+    has a second free at once, else one after the other on one (`debug["legs"]`: concurrent or sequential); the
+    results are the same either way. When `timings` is given, it receives each stage's milliseconds: embed (the
+    query vector), vector and lexical (each leg's own SQL and results read: side by side, their sum exceeds the
+    time they took together), release (ending the read transaction), fuse (hybrid plans only), rerank; `debug`
     receives the reranker's outcome (reranker_used, reranker_skipped, reranker_error, reranker_latency_ms)."""
     with span("rag.retriever.retrieve_documents", **{"rag.collection": store.name, "rag.k": plan.k,
                                                       "rag.fusion": plan.fusion, "rag.rerank": plan.rerank}) as s:
@@ -890,23 +899,41 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
     if qvec is not None:
         col.check_dims(int(qvec.shape[0]))
         clock.lap("embed")
-    with col.client.reading(col.tenant) as conn:
+    both = qvec is not None and plan.fusion != "vector"
+    with col.client.reading_pair(col.tenant, pair=both) as (conn, spare):
         if debug is not None and col.store.replicas:  # which server answered: a replica is in recovery
             debug["served_by"] = "replica" if conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,) \
                 else "primary"
         matching = _hybrid_filter_count(conn, col, plan)
-        if qvec is not None:
-            legs.append(vector_leg(conn, collection_id=col.collection_id, embed_model=col.embed_model,
-                                   dims=col.dims, qvec=qvec, limit=plan.k_vec, filters=plan.filters,
-                                   ef_search=col.settings.hnsw_ef_search,
-                                   exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact,
-                                   matching=matching, vector_type=col.vector_type,
-                                   ef_grow_from=col.settings.hnsw_ef_search_grow_from))
-            clock.lap("vector")
-        if plan.fusion != "vector":
-            legs.append(lexical_leg(conn, collection_id=col.collection_id, query=query, limit=plan.k_lex,
-                                    filters=plan.filters, matching=matching))
-            clock.lap("lexical")
+
+        def vector(on: Any) -> list[Candidate]:
+            assert qvec is not None
+            return vector_leg(on, collection_id=col.collection_id, embed_model=col.embed_model, dims=col.dims,
+                              qvec=qvec, limit=plan.k_vec, filters=plan.filters, ef_search=col.settings.hnsw_ef_search,
+                              exact_threshold=col.settings.exact_scan_threshold, force_exact=plan.exact,
+                              matching=matching, vector_type=col.vector_type,
+                              ef_grow_from=col.settings.hnsw_ef_search_grow_from)
+
+        def lexical(on: Any) -> list[Candidate]:
+            return lexical_leg(on, collection_id=col.collection_id, query=query, limit=plan.k_lex,
+                               filters=plan.filters, matching=matching)
+
+        if spare is not None:  # the legs side by side, in one snapshot; each one's own time goes to timings
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragd-vector-leg") as beside:
+                pending = beside.submit(_timed, vector, spare)
+                found, lexical_ms = _timed(lexical, conn)  # (the executor's exit waits for the vector leg)
+            near, vector_ms = pending.result()
+            legs += [near, found]
+            clock.record(vector=vector_ms, lexical=lexical_ms)
+        else:
+            if qvec is not None:
+                legs.append(vector(conn))
+                clock.lap("vector")
+            if plan.fusion != "vector":
+                legs.append(lexical(conn))
+                clock.lap("lexical")
+        if debug is not None and both:
+            debug["legs"] = "concurrent" if spare is not None else "sequential"
     clock.lap("release")  # the read-only transaction ends and its connection goes back to the pool
     if plan.fusion in ("rrf", "weighted"):
         params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
@@ -1187,6 +1214,19 @@ class _Stopwatch:
         if self._sink is not None:
             self._sink[stage] = self._sink.get(stage, 0.0) + (now - self._last) * 1000
         self._last = now
+
+    def record(self, **stages: float) -> None:
+        """Stages that ran side by side, each with its own milliseconds; the next lap starts now."""
+        for stage, ms in stages.items():
+            if self._sink is not None:
+                self._sink[stage] = self._sink.get(stage, 0.0) + ms
+        self._last = time.perf_counter()
+
+
+def _timed(run: Callable[[Any], list[Candidate]], conn: Any) -> tuple[list[Candidate], float]:
+    started = time.perf_counter()
+    found = run(conn)
+    return found, (time.perf_counter() - started) * 1000
 
 
 __all__ = ["Collection", "Ragd", "ask", "chunk", "connect", "index", "retrieve"]

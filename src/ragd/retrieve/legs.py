@@ -180,10 +180,12 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     return LexicalPlan(mode, params, sql.SQL(queries.LEXICAL_BLOCKS))  # type: ignore[arg-type]
 
 
-def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.ndarray, np.ndarray]:
-    """The ordinals holding any of the query's terms and their BM25 scores, rounded to 1e-9 so that summation
-    order cannot reorder ties. Postings of retired chunks are scored too: mapping ordinals back to active chunks
-    drops them. Terms are summed rarest first, blocks in ordinal order: the same sums every time."""
+def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.ndarray | None, np.ndarray]:
+    """(ords, sums): the BM25 score of every ordinal holding any of the query's terms, not yet rounded (Scores
+    rounds the ones it hands out). Dense when ordinals are (ragd hands them out from 0): ords is None and sums is
+    indexed by ordinal, 0 where no term occurs; else ords (ascending) and their sums. Postings of retired chunks are
+    scored too: mapping ordinals back to active chunks drops them. Terms are summed rarest first, blocks in ordinal
+    order: the same sums every time."""
     p = plan.params
     rank = {term: i for i, term in enumerate(p["terms"])}
     with conn.cursor(binary=True) as cur:
@@ -206,13 +208,37 @@ def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.nd
         sane = (ords >= 0) & np.isfinite(parts) & (parts > 0)
         ords, parts = ords[sane], parts[sane]
     if len(ords) and int(ords.max()) <= 4 * len(ords) + DENSE_ORDS:
-        # ordinals are dense from 0 (ragd hands them out): the sums go in an array indexed by ordinal
-        sums = np.bincount(ords, weights=parts)
-        found = np.flatnonzero(sums)
-        return found, np.round(sums[found], 9)
+        return None, np.bincount(ords, weights=parts)  # the sums in an array indexed by ordinal
     # ordinals far beyond the postings' count (written by hand): summed by sorting, not in an array that large
     found, at = np.unique(ords, return_inverse=True)
-    return found, np.round(np.bincount(at, weights=parts), 9)
+    return found, np.bincount(at, weights=parts)
+
+
+# The best `take` of many sums are found among the sums at least the take-th largest of their groups' maxima (a
+# lower bound of the take-th largest sum: each group's maximum is a sum); about this many groups a sum taken.
+GROUPS_PER_TAKEN = 8
+ROUNDING = 1e-9  # scores are rounded to it, so that summation order cannot reorder ties
+
+
+def best_sums(sums: np.ndarray, take: int, positive: int) -> np.ndarray:
+    """The positions of the `positive` positive sums whose rounded value is at least the take-th largest rounded
+    value (ties all in), ascending; every positive one when there are no more than `take`. Without sorting or
+    partitioning them all (at a million chunks a common term's sums are most of the array): the groups' maxima
+    give a lower bound, and only the sums above it are rounded and partitioned."""
+    if take >= positive:
+        everything: np.ndarray = np.flatnonzero(sums > 0)
+        return everything
+    width = len(sums) // (GROUPS_PER_TAKEN * take)
+    low = 0.0
+    if width > 1:
+        maxima = sums[: len(sums) // width * width].reshape(-1, width).max(axis=1)
+        # a rounded value at least the rounded take-th largest is at least the bound less one rounding step
+        low = float(np.partition(maxima, len(maxima) - take)[len(maxima) - take]) - 2 * ROUNDING
+    near = np.flatnonzero(sums >= low) if low > 0 else np.flatnonzero(sums > 0)
+    rounded = np.round(sums[near], 9)
+    threshold = np.partition(rounded, len(rounded) - take)[len(rounded) - take]
+    best: np.ndarray = near[rounded >= threshold]
+    return best
 
 
 def lexical_leg(
@@ -226,36 +252,41 @@ def lexical_leg(
                         matching=matching, filtered_first=filtered_first)
     if plan.statement is None:
         return []
-    ords, scores = bm25_scores(conn, plan)
+    ords, sums = bm25_scores(conn, plan)
     if plan.mode == "blocks, filter first":
         allowed = np.array([r[0] for r in conn.execute(queries.filtered_ords_sql(filters), plan.params)],
                            dtype=np.int64)
-        keep = np.isin(ords, allowed, assume_unique=True)
-        ords, scores = ords[keep], scores[keep]
-    found = _best_active(conn, plan, filters, ords, scores, limit)
+        if ords is None:
+            allowed = allowed[(allowed >= 0) & (allowed < len(sums))]
+            kept = np.zeros_like(sums)
+            kept[allowed] = sums[allowed]
+            sums = kept
+        else:
+            keep = np.isin(ords, allowed)
+            ords, sums = ords[keep], sums[keep]
+    found = _best_active(conn, plan, filters, ords, sums, limit)
     return _ranked(found, "lexical", limit)
 
 
-def _best_active(conn: psycopg.Connection[Any], plan: LexicalPlan, filters: Filters, ords: np.ndarray,
-                 scores: np.ndarray, limit: int) -> list[Candidate]:
+def _best_active(conn: psycopg.Connection[Any], plan: LexicalPlan, filters: Filters, ords: np.ndarray | None,
+                 sums: np.ndarray, limit: int) -> list[Candidate]:
     """The active chunks passing the filters among the best-scored ordinals: at least `limit` of them and every
     one scoring as much as the last, or all there are. Candidates are taken by score threshold (ties all in), the
     threshold lowered fourfold while too few of them map to active chunks."""
     statement = queries.chunks_by_ord_sql(filters)
     found: list[Candidate] = []
-    seen = np.zeros(len(ords), dtype=bool)
+    looked = np.zeros(0, dtype=np.int64)  # positions in sums already mapped back
     take = limit + 10
+    positive = int(np.count_nonzero(sums > 0))
     while True:
-        if take >= len(ords):
-            pick = ~seen
-        else:
-            threshold = np.partition(scores, len(scores) - take)[len(scores) - take]
-            pick = (scores >= threshold) & ~seen
-        if pick.any():
-            score_of = dict(zip(ords[pick].tolist(), scores[pick].tolist()))
+        best = best_sums(sums, take, positive)
+        pick = best[~np.isin(best, looked, assume_unique=True)]
+        if len(pick):
+            ordinals = pick if ords is None else ords[pick]
+            score_of = dict(zip(ordinals.tolist(), np.round(sums[pick], 9).tolist()))
             rows = conn.execute(statement, {**plan.params, "ords": sorted(score_of)}).fetchall()
             found += [candidate(row[1:], score_of[row[0]]) for row in rows]
-            seen |= pick
-        if len(found) >= limit or take >= len(ords):
+            looked = np.union1d(looked, pick)
+        if len(found) >= limit or take >= positive:
             return found
         take *= 4

@@ -31,6 +31,9 @@ TENANT_ROLE_PREFIX = "ragd_t_"
 # TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
 MAX_TENANT_POOLS = 16
 TENANT_POOL_SIZE = 4
+# How long a search holding one connection waits for a second to run its legs side by side (a pool that is growing
+# hands one over in a few ms; one that is busy is not waited for: the legs run one after the other).
+SPARE_WAIT_S = 0.02
 # A btree of the BM25 blocks' keys built afresh holds ~145 entries a page (1.2M drawn chunks), one kept by ingest
 # and compaction ~35 (180k); below this many it is rebuilt.
 SPARSE_ENTRIES_PER_PAGE = 16
@@ -333,19 +336,53 @@ class Store:
         primary within RAGD_REPLICA_MAX_LAG_S and has replayed `after_lsn` (the client's last write; waited for up
         to RAGD_READ_YOUR_WRITES_WAIT_S), else on the primary. A replica down or behind is skipped with a warning,
         never an error to the caller."""
+        with self.reading_pair(tenant_id, after_lsn=after_lsn, pair=False) as (conn, _):
+            yield conn
+
+    @contextmanager
+    def reading_pair(self, tenant_id: str, *, after_lsn: str | None = None, pair: bool = True
+                     ) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Connection[Any] | None]]:
+        """reading()'s session and, with `pair`, a second one on the same server in the same snapshot, for work
+        that runs on both at once (a hybrid search's two legs): the first transaction is REPEATABLE READ and
+        exports its snapshot, the second imports it, so both see one state of the collection. The second is None
+        when the tenant's pool has no connection free within SPARE_WAIT_S (the work then runs on the first alone,
+        in a READ COMMITTED transaction as reading() gives): a search never waits on its own second connection."""
         with contextlib.ExitStack() as stack:
-            conn = None
+            session = None
             for replica in self.replicas:
                 if not replica.usable(self, after_lsn):
                     continue
                 try:
-                    conn = stack.enter_context(replica.store().tenant(tenant_id))
+                    session = replica.store()._session_pair(stack, tenant_id, pair)
                     break
                 except (RagdError, psycopg.Error) as exc:  # of any kind: the primary serves instead
                     replica.failed(exc)
-            if conn is None:
-                conn = stack.enter_context(self.tenant(tenant_id))
-            yield conn
+            yield session or self._session_pair(stack, tenant_id, pair)
+
+    def _session_pair(self, stack: contextlib.ExitStack, tenant_id: str, pair: bool
+                      ) -> tuple[psycopg.Connection[Any], psycopg.Connection[Any] | None]:
+        """A tenant transaction and, with `pair`, a second one sharing its snapshot if a connection is free at once;
+        entered on `stack` only when the whole of it opened (a replica that fails half-way leaves nothing open)."""
+        with contextlib.ExitStack() as opened:
+            conn = opened.enter_context(self.tenant(tenant_id))
+            spare = self._spare(opened, tenant_id) if pair else None
+            if spare is not None:
+                conn.execute(queries.REPEATABLE_READ)  # before the transaction's first query: its snapshot is taken
+                snapshot = conn.execute(queries.EXPORT_SNAPSHOT).fetchone()[0]  # type: ignore[index]
+                opened.enter_context(spare.transaction())
+                spare.execute(queries.REPEATABLE_READ)
+                spare.execute(queries.import_snapshot(str(snapshot)))
+            stack.enter_context(opened.pop_all())
+            return conn, spare
+
+    def _spare(self, stack: contextlib.ExitStack, tenant_id: str) -> psycopg.Connection[Any] | None:
+        """A second connection of the tenant's pool if one is free (or opens) within SPARE_WAIT_S, else None. The
+        caller already holds one: waiting longer could leave every caller holding one and waiting for another."""
+        try:
+            pool = self._tenant_pool(self.tenant_role(tenant_id), tenant_id)
+            return stack.enter_context(pool.connection(timeout=SPARE_WAIT_S))
+        except (PoolTimeout, psycopg.OperationalError):
+            return None
 
     def write_lsn(self) -> str:
         """The primary's WAL position now: a read that must see what was committed before waits for it."""

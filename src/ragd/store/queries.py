@@ -790,3 +790,11 @@ ON CONFLICT DO NOTHING"""
 ORIGINAL_KEPT = "SELECT 1 FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
 ORIGINAL_SELECT = "SELECT size, content FROM originals WHERE tenant_id = %(tenant_id)s AND sha256 = %(sha256)s"
 ORIGINAL_FORGET = "SELECT ragd_forget_originals(%(shas)s)"
+
+# A search's second session sees the first's snapshot (reading_pair): both REPEATABLE READ, set before any query.
+REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+EXPORT_SNAPSHOT = "SELECT pg_export_snapshot()"
+
+
+def import_snapshot(snapshot: str) -> sql.Composed:
+    return sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot))
