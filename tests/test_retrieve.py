@@ -206,17 +206,22 @@ def test_a_pair_of_reading_sessions_sees_one_snapshot(settings: Settings, name: 
         col = client.collection(name)
         col.ingest(documents=[{"id": "a", "text": "Tide tables list high and low water."}])
         _two_connections(client.store, col.tenant)
-        with client.store.reading_pair(col.tenant) as (conn, spare):
+        with client.store.reading_pair(col.tenant) as (conn, beside), beside() as spare:
             assert spare is not None and spare is not conn
             # committed by another client after the pair opened: neither session sees it, the second one
             # included (it imported the first one's snapshot; a snapshot of its own would be taken later)
             other.collection(name).ingest(documents=[{"id": "b", "text": "Spring tides follow the full moon."}])
             assert conn.execute(count, (col.collection_id,)).fetchone() == (1,)
             assert spare.execute(count, (col.collection_id,)).fetchone() == (1,)
-        with client.store.reading_pair(col.tenant) as (conn, spare):
+        with client.store.reading_pair(col.tenant) as (conn, beside), beside() as spare:
             assert spare is not None and spare.execute(count, (col.collection_id,)).fetchone() == (2,)
-        with client.store.reading_pair(col.tenant, pair=False) as (conn, spare):
-            assert spare is None and conn.execute(count, (col.collection_id,)).fetchone() == (2,)
+            with contextlib.ExitStack() as held:  # every other connection of the pool taken: none beside
+                for _ in range(TENANT_POOL_SIZE - 2):
+                    held.enter_context(client.store.tenant(col.tenant))
+                with beside() as none:
+                    assert none is None
+        with client.store.reading_pair(col.tenant, pair=False) as (conn, beside):
+            assert beside is None and conn.execute(count, (col.collection_id,)).fetchone() == (2,)
     finally:
         client.close()
         other.close()

@@ -143,8 +143,8 @@ class Ragd:
         return self.store.reading(tenant, after_lsn=self._written.get(tenant))
 
     def reading_pair(self, tenant: str, *, pair: bool = True) -> contextlib.AbstractContextManager[Any]:
-        """reading()'s session and a second one in its snapshot, or None when no connection is free at once
-        (Store.reading_pair): a hybrid search runs its legs side by side on them."""
+        """reading()'s session and a way to open a second one in its snapshot (Store.reading_pair): a hybrid
+        search runs its legs side by side on them."""
         return self.store.reading_pair(tenant, after_lsn=self._written.get(tenant), pair=pair)
 
     def wrote(self, tenant: str) -> None:
@@ -900,7 +900,7 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
         col.check_dims(int(qvec.shape[0]))
         clock.lap("embed")
     both = qvec is not None and plan.fusion != "vector"
-    with col.client.reading_pair(col.tenant, pair=both) as (conn, spare):
+    with col.client.reading_pair(col.tenant, pair=both) as (conn, beside):
         if debug is not None and col.store.replicas:  # which server answered: a replica is in recovery
             debug["served_by"] = "replica" if conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,) \
                 else "primary"
@@ -918,13 +918,22 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
             return lexical_leg(on, collection_id=col.collection_id, query=query, limit=plan.k_lex,
                                filters=plan.filters, matching=matching)
 
-        if spare is not None:  # the legs side by side, in one snapshot; each one's own time goes to timings
-            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragd-vector-leg") as beside:
-                pending = beside.submit(_timed, vector, spare)
+        def vector_beside() -> tuple[list[Candidate], float] | None:
+            assert beside is not None
+            with beside() as spare:  # (its connection is taken, and given back, in this thread)
+                return None if spare is None else _timed(vector, spare)
+
+        if beside is not None:  # the vector leg beside the lexical one, in one snapshot
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragd-vector-leg") as worker:
+                pending = worker.submit(vector_beside)
                 found, lexical_ms = _timed(lexical, conn)  # (the executor's exit waits for the vector leg)
-            near, vector_ms = pending.result()
-            legs += [near, found]
-            clock.record(vector=vector_ms, lexical=lexical_ms)
+            ran = pending.result()
+            if debug is not None:
+                debug["legs"] = "sequential" if ran is None else "concurrent"
+            if ran is None:  # no second connection was free: after the lexical leg, on the same one
+                ran = _timed(vector, conn)
+            legs += [ran[0], found]
+            clock.record(vector=ran[1], lexical=lexical_ms)  # each leg's own time
         else:
             if qvec is not None:
                 legs.append(vector(conn))
@@ -932,8 +941,6 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
             if plan.fusion != "vector":
                 legs.append(lexical(conn))
                 clock.lap("lexical")
-        if debug is not None and both:
-            debug["legs"] = "concurrent" if spare is not None else "sequential"
     clock.lap("release")  # the read-only transaction ends and its connection goes back to the pool
     if plan.fusion in ("rrf", "weighted"):
         params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {

@@ -341,12 +341,13 @@ class Store:
 
     @contextmanager
     def reading_pair(self, tenant_id: str, *, after_lsn: str | None = None, pair: bool = True
-                     ) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Connection[Any] | None]]:
-        """reading()'s session and, with `pair`, a second one on the same server in the same snapshot, for work
-        that runs on both at once (a hybrid search's two legs): the first transaction is REPEATABLE READ and
-        exports its snapshot, the second imports it, so both see one state of the collection. The second is None
-        when the tenant's pool has no connection free within SPARE_WAIT_S (the work then runs on the first alone,
-        in a READ COMMITTED transaction as reading() gives): a search never waits on its own second connection."""
+                     ) -> Iterator[tuple[psycopg.Connection[Any], Beside | None]]:
+        """reading()'s session and, with `pair`, a way to open a second session on the same server in its
+        snapshot, for work that runs on both at once (a hybrid search's two legs): the first transaction is
+        REPEATABLE READ and exports its snapshot, and `beside()` (a context manager, used in any thread while this
+        one is open) yields a connection whose transaction imports it, so both see one state of the collection; or
+        None when the tenant's pool has no connection free within SPARE_WAIT_S (the work then runs on the first
+        alone): a caller never waits long for its own second connection."""
         with contextlib.ExitStack() as stack:
             session = None
             for replica in self.replicas:
@@ -360,20 +361,18 @@ class Store:
             yield session or self._session_pair(stack, tenant_id, pair)
 
     def _session_pair(self, stack: contextlib.ExitStack, tenant_id: str, pair: bool
-                      ) -> tuple[psycopg.Connection[Any], psycopg.Connection[Any] | None]:
-        """A tenant transaction and, with `pair`, a second one sharing its snapshot if a connection is free at once;
-        entered on `stack` only when the whole of it opened (a replica that fails half-way leaves nothing open)."""
+                      ) -> tuple[psycopg.Connection[Any], Beside | None]:
+        """A tenant transaction, with `pair` exporting its snapshot for Beside; entered on `stack` only when the
+        whole of it opened (a replica that fails half-way leaves nothing open)."""
         with contextlib.ExitStack() as opened:
             conn = opened.enter_context(self.tenant(tenant_id))
-            spare = self._spare(opened, tenant_id) if pair else None
-            if spare is not None:
-                conn.execute(queries.REPEATABLE_READ)  # before the transaction's first query: its snapshot is taken
-                snapshot = conn.execute(queries.EXPORT_SNAPSHOT).fetchone()[0]  # type: ignore[index]
-                opened.enter_context(spare.transaction())
-                spare.execute(queries.REPEATABLE_READ)
-                spare.execute(queries.import_snapshot(str(snapshot)))
+            beside = None
+            if pair:  # set before the transaction's first query, which takes its snapshot
+                exported = conn.execute(queries.REPEATABLE_READ + "; " + queries.EXPORT_SNAPSHOT)
+                exported.nextset()
+                beside = Beside(self, tenant_id, str(exported.fetchone()[0]))  # type: ignore[index]
             stack.enter_context(opened.pop_all())
-            return conn, spare
+            return conn, beside
 
     def _spare(self, stack: contextlib.ExitStack, tenant_id: str) -> psycopg.Connection[Any] | None:
         """A second connection of the tenant's pool if one is free (or opens) within SPARE_WAIT_S, else None. The
@@ -528,6 +527,24 @@ def lsn_value(lsn: str) -> int:
     """A WAL position ('16/B374D848') as a number, to compare two."""
     high, low = lsn.split("/")
     return (int(high, 16) << 32) + int(low, 16)
+
+
+class Beside:
+    """A second session in a reading_pair's snapshot: `with beside() as conn:` a tenant connection whose
+    REPEATABLE READ transaction imported the first one's snapshot, or None when the pool has none free within
+    SPARE_WAIT_S. Valid while the first session's transaction is open (it holds the snapshot)."""
+
+    def __init__(self, store: Store, tenant_id: str, snapshot: str):
+        self._store, self._tenant, self._snapshot = store, tenant_id, snapshot
+
+    @contextmanager
+    def __call__(self) -> Iterator[psycopg.Connection[Any] | None]:
+        with contextlib.ExitStack() as stack:
+            spare = self._store._spare(stack, self._tenant)
+            if spare is not None:
+                stack.enter_context(spare.transaction())
+                spare.execute(queries.imported_snapshot(self._snapshot))
+            yield spare
 
 
 class Replica:

@@ -796,5 +796,6 @@ REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 EXPORT_SNAPSHOT = "SELECT pg_export_snapshot()"
 
 
-def import_snapshot(snapshot: str) -> sql.Composed:
-    return sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot))
+def imported_snapshot(snapshot: str) -> sql.Composed:
+    """The statements that make a transaction see an exported snapshot (one message: no parameters)."""
+    return sql.SQL("{}; SET TRANSACTION SNAPSHOT {}").format(sql.SQL(REPEATABLE_READ), sql.Literal(snapshot))
