@@ -31,9 +31,10 @@ TENANT_ROLE_PREFIX = "ragd_t_"
 # TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
 MAX_TENANT_POOLS = 16
 TENANT_POOL_SIZE = 4
-# How long a search holding one connection waits for a second to run its legs side by side (a pool that is growing
-# hands one over in a few ms; one that is busy is not waited for: the legs run one after the other).
-SPARE_WAIT_S = 0.02
+# How long a search holding one connection waits for a second to run its legs side by side: only an idle one is
+# taken (a busy pool is not waited for, nor a new login: the legs run one after the other, and the pool, asked,
+# opens one for the next search).
+SPARE_WAIT_S = 0.002
 # A btree of the BM25 blocks' keys built afresh holds ~145 entries a page (1.2M drawn chunks), one kept by ingest
 # and compaction ~35 (180k); below this many it is rebuilt.
 SPARSE_ENTRIES_PER_PAGE = 16
@@ -665,9 +666,7 @@ def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool
 def _reset(conn: psycopg.Connection[Any], session: str) -> None:
     """Undo whatever SQL in a session left behind (settings, role, temporary tables that would shadow ragd's own,
     listeners, session advisory locks) before the connection serves again."""
-    for statement in queries.RESET_SESSION:
-        conn.execute(statement)
-    conn.execute(session)
+    conn.execute("; ".join((*queries.RESET_SESSION, session)))  # one message: a search's connections return at once
     conn.commit()
 
 
