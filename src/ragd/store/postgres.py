@@ -31,10 +31,10 @@ TENANT_ROLE_PREFIX = "ragd_t_"
 # TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
 MAX_TENANT_POOLS = 16
 TENANT_POOL_SIZE = 4
-# How long a search holding one connection waits for a second to run its legs side by side: only an idle one is
-# taken (a busy pool is not waited for, nor a new login: the legs run one after the other, and the pool, asked,
-# opens one for the next search).
-SPARE_WAIT_S = 0.002
+# How long a search holding one connection waits for a second to run its legs side by side: an idle one is taken at
+# once, a pool that can grow opens one within a few ms; one with every connection busy is not waited for (the legs
+# run one after the other). Not less: the worker thread asking for it may wait a GIL switch (5 ms) to run.
+SPARE_WAIT_S = 0.02
 # A btree of the BM25 blocks' keys built afresh holds ~145 entries a page (1.2M drawn chunks), one kept by ingest
 # and compaction ~35 (180k); below this many it is rebuilt.
 SPARSE_ENTRIES_PER_PAGE = 16
@@ -380,6 +380,9 @@ class Store:
         caller already holds one: waiting longer could leave every caller holding one and waiting for another."""
         try:
             pool = self._tenant_pool(self.tenant_role(tenant_id), tenant_id)
+            counts = pool.get_stats()
+            if counts["pool_available"] == 0 and counts["pool_size"] >= counts["pool_max"]:
+                return None  # every connection is in use
             return stack.enter_context(pool.connection(timeout=SPARE_WAIT_S))
         except (PoolTimeout, psycopg.OperationalError):
             return None
