@@ -50,7 +50,7 @@ from ..store import blocks, queries
 from ..store.originals import media_type
 from ..store.originals import originals_for as original_files
 from ..types import Chunk, ExtractedDocument, IngestReport, ItemOutcome, ItemStatus
-from . import bounds, dedupe
+from . import bounds, dedupe, prefetch
 from .bounds import Limits
 from .chunk import chunk_blocks
 from .detect import detect
@@ -175,6 +175,7 @@ class _RunState:
     shared: bool = False  # a queued run's part: other jobs write the run's row; this one writes its items only
     part: Part | None = None
     sources: dict[Path, tuple[str, str]] = field(default_factory=dict)  # a file's SHA-256 and media type
+    read_ahead: prefetch.Prefetch = field(default_factory=prefetch.Prefetch)
 
     def take_index(self) -> int:
         self.next_index += 1
@@ -197,6 +198,7 @@ class _RunState:
             "cache_hits": self.cache_hits,
             "warnings": self.warnings[:100],
             "near_duplicates": self.near_decisions[:1000],
+            "read_ahead": dict(sorted(self.read_ahead.pages.items())),  # pages of each index read ahead
             "seconds": round(time.monotonic() - started, 3),
         }
 
@@ -672,7 +674,7 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
         _sign(p)
     if state.near_threshold >= 1.0:
         return  # the check is off: signatures are stored for later runs, nothing is compared
-    stored = _stored_candidates(conn, col, batch)
+    stored = _stored_candidates(conn, col, batch, state.read_ahead)
     for i, p in enumerate(batch):
         assert p.signature is not None
         candidates = stored[i] + state.near_index.candidates(p.band_keys)
@@ -690,8 +692,8 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
         state.near_index.add(dedupe.Known(p.doc_id, p.doc.external_id, p.signature), p.band_keys)
 
 
-def _stored_candidates(conn: psycopg.Connection[Any], col: Collection,
-                       batch: list[_Prepared]) -> list[list[dedupe.Known]]:
+def _stored_candidates(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared],
+                       read_ahead: prefetch.Prefetch) -> list[list[dedupe.Known]]:
     """Each document's stored candidates (active versions of the collection sharing an LSH band with it) that are
     similar enough to be recorded: a candidate below that can be no document's match. Each stored signature comes
     once with the batch's documents sharing a band with it, so each document tests its own (testing every
@@ -702,8 +704,10 @@ def _stored_candidates(conn: psycopg.Connection[Any], col: Collection,
     mine = [p.signature for p in batch if p.signature is not None]
     assert len(mine) == len(batch)
     similar: list[tuple[int, uuid.UUID, uuid.UUID, np.ndarray]] = []
-    for version, doc_id, sig, sharing in conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
-            "collection_id": col.collection_id, "docs": docs, "keys": keys}) if keys else ():
+    rows = conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
+        "collection_id": col.collection_id, "docs": docs, "keys": keys}).fetchall() if keys else []
+    read_ahead.signatures_read(len(batch), len(rows))
+    for version, doc_id, sig, sharing in rows:
         signature = dedupe.from_bytes(sig)
         if signature is None:
             continue  # not a signature ragd wrote: no candidate
@@ -1080,6 +1084,8 @@ def run_ingest(
         sources += [u[1] for u in uploads]
         extra = documents if isinstance(documents, Sequence) else list(documents)  # (read as the run reaches them)
         total = len(sources) + len(extra)
+        with col.store.tenant(col.tenant) as conn:  # (a file of many records counts as one: a low estimate)
+            state.read_ahead = prefetch.Prefetch.start(col, total, threshold, conn)
         batch: list[_Prepared] = []
         batch_chunks = 0
         limits = batch_limits()
@@ -1159,6 +1165,7 @@ def run_ingest(
     finally:
         stages.close()
         extraction.close()
+        state.read_ahead.close()
     outcomes = state.outcomes
     failed = sum(1 for o in outcomes if o.status == "failed")
     status = "failed" if outcomes and failed == len(outcomes) else "succeeded"

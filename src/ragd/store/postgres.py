@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any
@@ -143,6 +143,7 @@ class Store:
         # alone: its login is repaired, or its sessions refused, never the whole process switched to another mode.
         self._secret: str | None = None
         self._schema: str | None = None
+        self._prewarm: str | None = None  # pg_prewarm's schema once looked for ('': not to be had)
         self._roles: dict[str, str] = {}
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
@@ -412,6 +413,24 @@ class Store:
             if mine and not conn.closed:
                 with contextlib.suppress(psycopg.OperationalError):  # a lost backend's claim has lapsed with it
                     conn.execute(queries.RELEASE_LOCK, {"name": name})
+
+    def prefetch(self, conn: psycopg.Connection[Any], relations: Sequence[str]) -> dict[str, int]:
+        """Have the server read `relations` (of the schema) in order into the system's cache (pg_prewarm's `read`
+        mode: sequential reads, which the kernel reads ahead of; shared buffers are left as they are), on conn (the
+        session user's, autocommit), creating the pg_prewarm extension if it is missing and may be created. The
+        pages read, by relation; none where the extension is not to be had."""
+        assert conn.autocommit
+        if self._prewarm is None:
+            try:
+                conn.execute(queries.CREATE_PREWARM)
+            except psycopg.Error as exc:  # not installed on the server, or not ours to create
+                _log.info("indexes are not read ahead of ingest: pg_prewarm is not available (%s)", str(exc).strip())
+            row = conn.execute(queries.PREWARM_SCHEMA).fetchone()
+            self._prewarm = row[0] if row else ""
+        if not self._prewarm:
+            return {}
+        rows = conn.execute(queries.prewarm(self._prewarm), {"names": list(relations)}).fetchall()
+        return {name: int(pages) for name, pages in rows}
 
     def build_hnsw_index(self, conn: psycopg.Connection[Any], create: Any, drop: Any,
                          graph_bytes: Callable[[], int]) -> None:

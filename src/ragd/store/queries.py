@@ -142,6 +142,23 @@ def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
 INDEXED_ROWS = ("SELECT count(*) FROM chunk_embeddings WHERE collection_id = %(collection_id)s "
                 "AND embed_model = %(embed_model)s AND is_active")
 # One index build's memory and parallelism, in the maintenance session only; RESET afterwards.
+# Ingest's read-ahead (ragd.ingest.prefetch): the pages of the schema's relations of these names, and reading them.
+RELATION_PAGES = """
+SELECT r, (pg_relation_size(to_regclass(r)) / current_setting('block_size')::int)::int
+FROM unnest(%(names)s::text[]) AS r WHERE to_regclass(r) IS NOT NULL ORDER BY r"""
+
+CREATE_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
+
+PREWARM_SCHEMA = """
+SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_prewarm'"""
+
+
+def prewarm(schema: str) -> sql.Composed:
+    """Each relation of these names read by the extension (in `schema`), in order: the pages read."""
+    return sql.SQL("SELECT r, {schema}.pg_prewarm(to_regclass(r), 'read') FROM unnest(%(names)s::text[]) AS r "
+                   "WHERE to_regclass(r) IS NOT NULL ORDER BY r").format(schema=sql.Identifier(schema))
+
+
 MAINTENANCE_MEMORY = "SELECT pg_size_bytes(current_setting('maintenance_work_mem'))"
 SET_MAINTENANCE_MEMORY = "SELECT set_config('maintenance_work_mem', %(kb)s, false)"
 SERIAL_MAINTENANCE = "SET max_parallel_maintenance_workers = 0"
