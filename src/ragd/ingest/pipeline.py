@@ -198,7 +198,6 @@ class _RunState:
             "cache_hits": self.cache_hits,
             "warnings": self.warnings[:100],
             "near_duplicates": self.near_decisions[:1000],
-            "read_ahead": dict(sorted(self.read_ahead.pages.items())),  # pages of each index read ahead
             "seconds": round(time.monotonic() - started, 3),
         }
 

@@ -1,28 +1,35 @@
 """Reading the indexes an ingest run will probe in order, before the run probes them at random.
 
-Every document of a run looks its keys up in indexes that grow with the store: its 32 LSH band keys in the
-signatures' GIN index, its external id, its content hash, its chunks' hashes in the embedding cache, and each chunk's
-insert walks the collection's HNSW graph. The keys are hashes, so a batch's lookups land on pages all over each
-index, and a run of 20k documents into a million touches nearly every page of them. When those pages are not in
+Every document of a run looks its keys up in indexes that grow with the store (its 32 LSH band keys in the
+signatures' GIN index, its external id, its content hash, its chunks' hashes in the embedding cache), and inserts
+rows into every index of the tables it writes (each chunk's insert walks the collection's HNSW graph). The keys are
+ids and hashes, so a batch's lookups land on pages all over each index, and a run of 20k documents into a million
+touches nearly every page of them. When those pages are not in
 memory (after a server start, or after searches pushed them out), each costs a random read: on this machine 0.22 ms
 a page against 7 us a page read in order (1.1 GB/s), so the first run after a start at 1.27M documents spent 43 s of
 its 127 s of statements on band lookups that take 13 s with the index in memory.
 
 So a run first estimates, for each of those indexes, the share of its pages its lookups will touch (n random probes
-into p pages touch 1 - e^(-n/p) of them) and asks the server to read the indexes where that share is at least
-`SHARE` in order (pg_prewarm's `prefetch` mode: the kernel reads them ahead while the run extracts and embeds its
-first batch; pages already in shared buffers are skipped). A small run into a large store touches few pages and
-reads nothing ahead; neither does a run whose indexes are small (`ingest_prefetch_min_pages` in all). Nothing
-depends on it but time: a server without pg_prewarm, or a prefetch that fails, leaves the run as it was."""
+into p pages touch 1 - e^(-n/p) of them) and has the server read those where that share is at least `SHARE` in
+order (pg_prewarm's `read` mode, into the system's cache), in a thread beside the run, which goes on meanwhile.
+The stored signatures' table too, once the run's first batches show how many stored signatures a document reads
+(how many share a band with it depends on the collection). A small run into a large store touches few pages and
+reads nothing ahead; neither does a run whose indexes are small (`ingest_prefetch_min_pages` in all). What was
+read is logged (logger `ragd.ingest`, for the operator: the indexes are shared by every tenant, so their sizes are
+not a tenant's to see, and the run's stats do not carry them). Nothing depends on it but time: a server without
+pg_prewarm, or a read that fails, leaves the run as it was."""
 
 from __future__ import annotations
 
 import logging
 import math
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import psycopg
 
 from ..store import queries
 from . import dedupe
@@ -32,6 +39,7 @@ log = logging.getLogger("ragd.ingest")
 SHARE = 0.25  # read an index in order once a run's lookups will touch this share of its pages (see module doc)
 HNSW_PAGES_PER_CHUNK = 64  # an insert's search visits about ef_construction elements, each on its own page
 SIGNATURES = "document_minhash"  # the stored signatures (each candidate's row is read from the table)
+BANDS_INDEX = "document_minhash_bands"  # their LSH band keys' GIN index
 
 
 def expected_share(probes: int, pages: int) -> float:
@@ -42,15 +50,28 @@ def expected_share(probes: int, pages: int) -> float:
     return 1.0 - math.exp(-probes / pages)
 
 
-def probes(documents: int, *, near_duplicates: bool, hnsw: str | None) -> dict[str, int]:
-    """The lookups a run of `documents` documents makes in each index it probes at random (a document has at least
-    one chunk: chunks are counted as documents, a low estimate)."""
-    out = {"documents_external_id": documents, "document_versions_content_hash": documents,
-           "embedding_cache_pkey": documents}
-    if near_duplicates:
-        out["document_minhash_bands"] = documents * dedupe.BANDS
-    if hnsw is not None:
-        out[hnsw] = documents * HNSW_PAGES_PER_CHUNK
+# The tables a run writes a row of for each of its documents or chunks (the rows' keys are ids and hashes, so each
+# row's insert, and each lookup before it, lands on a page anywhere in each of their indexes).
+WRITTEN = ("chunk_embeddings", "chunks", "document_filter_values", "document_minhash", "document_versions",
+           "documents", "embedding_cache")
+
+
+def probes(documents: int, indexes: Sequence[tuple[str, str]], *, near_duplicates: bool,
+           hnsw: str) -> dict[str, int]:
+    """The lookups a run of `documents` documents makes in each of the written tables' indexes (name, access
+    method): one a document (a document has at least one chunk: a low estimate), its band keys in the bands' GIN
+    index (when the near-duplicate check is on), a graph's worth in the collection's HNSW index; none in the other
+    collections' HNSW indexes (partial: a row of this collection is in none of them)."""
+    out: dict[str, int] = {}
+    for name, method in indexes:
+        if method == "hnsw":
+            if name == hnsw:
+                out[name] = documents * HNSW_PAGES_PER_CHUNK
+        elif name == BANDS_INDEX:
+            if near_duplicates:
+                out[name] = documents * dedupe.BANDS
+        else:
+            out[name] = documents
     return out
 
 
@@ -65,7 +86,7 @@ def chosen(pages: Mapping[str, int], lookups: Mapping[str, int], min_pages: int)
 class Prefetch:
     """A run's read-ahead: indexes asked for in a thread before the run's first batch; the signatures' table once
     the run's first batches show its near-duplicate check will read a quarter of it (`signatures_read`); each
-    read joined (or cancelled) at the run's end. `pages`: the pages of each relation asked for."""
+    read joined (or cancelled) at the run's end. `pages`: the pages of each relation read (0 while it is read)."""
     pages: dict[str, int] = field(default_factory=dict)
     _store: Any = None
     _sizes: dict[str, int] = field(default_factory=dict)
@@ -86,9 +107,16 @@ class Prefetch:
         settings = col.settings
         if not settings.ingest_prefetch or documents <= 0:
             return self
-        lookups = probes(documents, near_duplicates=near_threshold < 1.0,
-                         hnsw=queries.hnsw_index_name(col.collection_id))
-        self._sizes = dict(conn.execute(queries.RELATION_PAGES, {"names": sorted([*lookups, SIGNATURES])}).fetchall())
+        try:
+            with conn.transaction():  # a savepoint: a server that will not say the sizes leaves the run as it was
+                indexes = conn.execute(queries.TABLE_INDEXES, {"tables": list(WRITTEN)}).fetchall()
+                self._sizes = dict(conn.execute(queries.RELATION_PAGES, {"names": [SIGNATURES]}).fetchall())
+        except psycopg.Error as exc:
+            log.debug("nothing read ahead: the indexes' sizes are not to be had (%s)", exc)
+            return self
+        self._sizes.update({name: pages for name, _, _, pages in indexes})
+        lookups = probes(documents, [(name, method) for name, _, method, _ in indexes],
+                         near_duplicates=near_threshold < 1.0, hnsw=queries.hnsw_index_name(col.collection_id))
         self._store, self._min_pages, self._documents = col.store, settings.ingest_prefetch_min_pages, documents
         self._spawn(chosen(self._sizes, lookups, self._min_pages))
         return self
@@ -116,6 +144,7 @@ class Prefetch:
         thread.start()
 
     def _read(self, relations: list[str]) -> None:
+        began = time.monotonic()
         try:
             with self._store.maintenance() as conn:
                 with self._lock:
@@ -129,6 +158,10 @@ class Prefetch:
                         self._conns.remove(conn)
             with self._lock:
                 self.pages.update(read)
+            if read:
+                log.info("read ahead of an ingest run of %d documents: %s in %.1f s", self._documents,
+                         ", ".join(f"{r} ({n} pages)" for r, n in sorted(read.items())), time.monotonic() - began,
+                         extra={"read_ahead": read})
         except Exception as exc:  # of any kind: only time depends on it
             log.debug("not read ahead: %s (%s)", ", ".join(relations), exc)
 

@@ -147,6 +147,16 @@ RELATION_PAGES = """
 SELECT r, (pg_relation_size(to_regclass(r)) / current_setting('block_size')::int)::int
 FROM unnest(%(names)s::text[]) AS r WHERE to_regclass(r) IS NOT NULL ORDER BY r"""
 
+# The valid indexes of these tables (of the schema): name, table, access method, pages.
+TABLE_INDEXES = """
+SELECT c.relname, t.relname, am.amname, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int
+FROM unnest(%(tables)s::text[]) AS x(name)
+JOIN pg_class t ON t.oid = to_regclass(x.name)
+JOIN pg_index i ON i.indrelid = t.oid AND i.indisvalid
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_am am ON am.oid = c.relam
+ORDER BY c.relname"""
+
 CREATE_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
 
 PREWARM_SCHEMA = """
