@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 import ragd
@@ -859,6 +860,17 @@ def test_a_run_has_the_indexes_it_will_touch_much_of_read_ahead_and_logs_it(sett
     assert sum(pages.values()) < 1024
     assert run({}, docs("d", 300))[0] == {}  # the default floor: not worth a call
     assert run({**anywhere, "ingest_prefetch": False}, docs("e", 300))[0] == {}
+    # the extension ragd created is the session user's alone: a tenant's SQL cannot load tables into the buffers
+    client = ragd.connect(fresh_database, settings=settings)
+    try:
+        with client.store.admin() as conn:
+            schema = conn.execute(queries.PREWARM_SCHEMA).fetchone()[0]
+        for call in (f"{schema}.pg_prewarm('chunks'::regclass)", f"{schema}.autoprewarm_dump_now()"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), \
+                    client.store.tenant(client.collection(name).tenant) as conn:
+                conn.execute(f"SELECT {call}")
+    finally:
+        client.close()
 
 
 def test_the_read_ahead_rule_reads_an_index_once_a_run_will_touch_a_quarter_of_it() -> None:

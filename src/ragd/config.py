@@ -113,9 +113,10 @@ class Settings(BaseSettings):
     pdf_split_pages: int = Field(default=64, ge=2)
     extract_timeout_s: float = Field(default=600.0, gt=0)
     extract_memory_mb: int = Field(default=4096, ge=128)
-    # a run whose lookups will touch a quarter or more of an index's pages (its LSH bands, external ids, content
-    # hashes, embedding cache, HNSW graph) has the server read that index ahead, in order, when those indexes hold
-    # this many pages (8 kB) or more (ragd.ingest.prefetch; needs pg_prewarm, else the run reads as it goes)
+    # a run whose lookups will touch a quarter or more of an index's pages (the indexes of the tables it writes:
+    # LSH bands, external ids, content hashes, embedding cache, its HNSW graph...) has the server read that index
+    # ahead, in order, when those hold this many pages (8 kB) or more (ragd.ingest.prefetch; needs pg_prewarm,
+    # else the run reads as it goes)
     ingest_prefetch: bool = True
     ingest_prefetch_min_pages: int = Field(default=1024, ge=0)
     # whole-document MinHash similarity at or above which a new document is a near-duplicate; 1.0 disables

@@ -1083,8 +1083,8 @@ def run_ingest(
         sources += [u[1] for u in uploads]
         extra = documents if isinstance(documents, Sequence) else list(documents)  # (read as the run reaches them)
         total = len(sources) + len(extra)
-        with col.store.tenant(col.tenant) as conn:  # (a file of many records counts as one: a low estimate)
-            state.read_ahead = prefetch.Prefetch.start(col, total, threshold, conn)
+        # (a file of many records counts as one item: a low estimate)
+        state.read_ahead = prefetch.Prefetch.start(col, total, threshold)
         batch: list[_Prepared] = []
         batch_chunks = 0
         limits = batch_limits()

@@ -100,18 +100,18 @@ class Prefetch:
     _stopped: bool = False
 
     @classmethod
-    def start(cls, col: Any, documents: int, near_threshold: float, conn: Any) -> Prefetch:
-        """Decide on `conn` (the run's opening transaction) and start reading ahead on a connection of the store's
-        own (the schema owner's: pg_prewarm needs the indexes' owner)."""
+    def start(cls, col: Any, documents: int, near_threshold: float) -> Prefetch:
+        """Decide (the sizes read in a tenant session) and start reading ahead on a connection of the store's own
+        (the schema owner's: pg_prewarm needs the indexes' owner)."""
         self = cls()
         settings = col.settings
         if not settings.ingest_prefetch or documents <= 0:
             return self
         try:
-            with conn.transaction():  # a savepoint: a server that will not say the sizes leaves the run as it was
+            with col.store.tenant(col.tenant) as conn:
                 indexes = conn.execute(queries.TABLE_INDEXES, {"tables": list(WRITTEN)}).fetchall()
                 self._sizes = dict(conn.execute(queries.RELATION_PAGES, {"names": [SIGNATURES]}).fetchall())
-        except psycopg.Error as exc:
+        except psycopg.Error as exc:  # a server that will not say the sizes leaves the run as it was
             log.debug("nothing read ahead: the indexes' sizes are not to be had (%s)", exc)
             return self
         self._sizes.update({name: pages for name, _, _, pages in indexes})

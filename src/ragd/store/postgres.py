@@ -417,14 +417,20 @@ class Store:
     def prefetch(self, conn: psycopg.Connection[Any], relations: Sequence[str]) -> dict[str, int]:
         """Have the server read `relations` (of the schema) in order into the system's cache (pg_prewarm's `read`
         mode: sequential reads, which the kernel reads ahead of; shared buffers are left as they are), on conn (the
-        session user's, autocommit), creating the pg_prewarm extension if it is missing and may be created. The
-        pages read, by relation; none where the extension is not to be had."""
+        session user's, autocommit), creating the pg_prewarm extension if it is missing and may be created (its
+        functions then revoked from everyone else). The pages read, by relation; none where the extension is not to
+        be had."""
         assert conn.autocommit
         if self._prewarm is None:
             try:
                 conn.execute(queries.CREATE_PREWARM)
             except psycopg.Error as exc:  # not installed on the server, or not ours to create
                 _log.info("indexes are not read ahead of ingest: pg_prewarm is not available (%s)", str(exc).strip())
+            try:
+                conn.execute(queries.REVOKE_PREWARM)  # (no tenant may call it)
+            except psycopg.Error as exc:  # created by another role: theirs to restrict
+                _log.warning("pg_prewarm's functions could not be revoked from PUBLIC (%s): revoke them as their "
+                             "owner, or tenants' SQL may load tables into the shared buffers", str(exc).strip())
             row = conn.execute(queries.PREWARM_SCHEMA).fetchone()
             self._prewarm = row[0] if row else ""
         if not self._prewarm:

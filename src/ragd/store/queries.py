@@ -159,6 +159,19 @@ ORDER BY c.relname"""
 
 CREATE_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
 
+# The extension's functions are everyone's by default: a tenant's SQL could load whole tables into the shared
+# buffers (pushing out what other tenants' searches use) or have the server dump and restart its prewarm worker.
+# Only the session user (their owner) keeps them.
+REVOKE_PREWARM = """
+DO $$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT d.objid::regprocedure FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+             WHERE e.extname = 'pg_prewarm' AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e' LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END $$"""
+
 PREWARM_SCHEMA = """
 SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_prewarm'"""
 
