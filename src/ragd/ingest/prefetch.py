@@ -4,10 +4,10 @@ Every document of a run looks its keys up in indexes that grow with the store (i
 signatures' GIN index, its external id, its content hash, its chunks' hashes in the embedding cache), and inserts
 rows into every index of the tables it writes (each chunk's insert walks the collection's HNSW graph). The keys are
 ids and hashes, so a batch's lookups land on pages all over each index, and a run of 20k documents into a million
-touches nearly every page of them. When those pages are not in
-memory (after a server start, or after searches pushed them out), each costs a random read: on this machine 0.22 ms
-a page against 7 us a page read in order (1.1 GB/s), so the first run after a start at 1.27M documents spent 43 s of
-its 127 s of statements on band lookups that take 13 s with the index in memory.
+touches most pages of them. When those pages are not in memory (after a server start, or after searches pushed
+them out), each costs a random read: on this machine 0.22 ms a page against 7 us a page read in order (1.1 GB/s),
+so the first run after a start at 1.27M documents spent 43 s of its 127 s of statements on band lookups that take
+13 s with the index in memory.
 
 So a run first estimates, for each of those indexes, the share of its pages its lookups will touch (n random probes
 into p pages touch 1 - e^(-n/p) of them) and has the server read those where that share is at least `SHARE` in
