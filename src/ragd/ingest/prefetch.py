@@ -86,14 +86,14 @@ def chosen(pages: Mapping[str, int], lookups: Mapping[str, int], min_pages: int)
 class Prefetch:
     """A run's read-ahead: indexes asked for in a thread before the run's first batch; the signatures' table once
     the run's first batches show its near-duplicate check will read a quarter of it (`signatures_read`); each
-    read joined (or cancelled) at the run's end. `pages`: the pages of each relation read (0 while it is read)."""
-    pages: dict[str, int] = field(default_factory=dict)
+    read joined (or cancelled) at the run's end; what each read is logged."""
     _store: Any = None
     _sizes: dict[str, int] = field(default_factory=dict)
     _min_pages: int = 0
     _documents: int = 0
     _checked: int = 0
     _signatures: int = 0
+    _asked: set[str] = field(default_factory=set)  # relations asked for (not asked again)
     _threads: list[threading.Thread] = field(default_factory=list)
     _conns: list[Any] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -114,8 +114,8 @@ class Prefetch:
         except psycopg.Error as exc:  # a server that will not say the sizes leaves the run as it was
             log.debug("nothing read ahead: the indexes' sizes are not to be had (%s)", exc)
             return self
-        self._sizes.update({name: pages for name, _, _, pages in indexes})
-        lookups = probes(documents, [(name, method) for name, _, method, _ in indexes],
+        self._sizes.update({name: pages for name, _, pages in indexes})
+        lookups = probes(documents, [(name, method) for name, method, _ in indexes],
                          near_duplicates=near_threshold < 1.0, hnsw=queries.hnsw_index_name(col.collection_id))
         self._store, self._min_pages, self._documents = col.store, settings.ingest_prefetch_min_pages, documents
         self._spawn(chosen(self._sizes, lookups, self._min_pages))
@@ -127,7 +127,7 @@ class Prefetch:
         far, will read a quarter of the signatures' table, it is read ahead."""
         self._checked += documents
         self._signatures += rows
-        if self._store is None or SIGNATURES in self.pages or not 0 < self._checked < self._documents:
+        if self._store is None or SIGNATURES in self._asked or not 0 < self._checked < self._documents:
             return
         expected = (self._documents - self._checked) * self._signatures // self._checked
         self._spawn(chosen(self._sizes, {SIGNATURES: expected}, self._min_pages))
@@ -138,7 +138,7 @@ class Prefetch:
         with self._lock:
             if self._stopped:
                 return
-            self.pages.update(dict.fromkeys(relations, 0))  # (asked for: not asked again)
+            self._asked.update(relations)
             thread = threading.Thread(target=self._read, args=(relations,), name="ragd-prefetch", daemon=True)
             self._threads.append(thread)
         thread.start()
@@ -156,8 +156,6 @@ class Prefetch:
                 finally:
                     with self._lock:
                         self._conns.remove(conn)
-            with self._lock:
-                self.pages.update(read)
             if read:
                 log.info("read ahead of an ingest run of %d documents: %s in %.1f s", self._documents,
                          ", ".join(f"{r} ({n} pages)" for r, n in sorted(read.items())), time.monotonic() - began,
@@ -166,8 +164,7 @@ class Prefetch:
             log.debug("not read ahead: %s (%s)", ", ".join(relations), exc)
 
     def close(self) -> None:
-        """Wait for the reads (those still going cancelled: the run is over). Relations whose read did not finish
-        are left out of `pages`."""
+        """Wait for the reads (those still going cancelled: the run is over)."""
         with self._lock:
             self._stopped = True
             for conn in self._conns:
@@ -177,5 +174,3 @@ class Prefetch:
                     log.debug("read-ahead not cancelled: %s", exc)
         for thread in self._threads:
             thread.join()
-        with self._lock:
-            self.pages = {r: n for r, n in self.pages.items() if n}

@@ -141,15 +141,15 @@ def drop_hnsw_index(collection_id: uuid.UUID) -> sql.Composed:
 # The rows a collection's HNSW index holds (sizes its build's memory).
 INDEXED_ROWS = ("SELECT count(*) FROM chunk_embeddings WHERE collection_id = %(collection_id)s "
                 "AND embed_model = %(embed_model)s AND is_active")
-# One index build's memory and parallelism, in the maintenance session only; RESET afterwards.
+
 # Ingest's read-ahead (ragd.ingest.prefetch): the pages of the schema's relations of these names, and reading them.
 RELATION_PAGES = """
 SELECT r, (pg_relation_size(to_regclass(r)) / current_setting('block_size')::int)::int
 FROM unnest(%(names)s::text[]) AS r WHERE to_regclass(r) IS NOT NULL ORDER BY r"""
 
-# The valid indexes of these tables (of the schema): name, table, access method, pages.
+# The valid indexes of these tables (of the schema): name, access method, pages.
 TABLE_INDEXES = """
-SELECT c.relname, t.relname, am.amname, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int
+SELECT c.relname, am.amname, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int
 FROM unnest(%(tables)s::text[]) AS x(name)
 JOIN pg_class t ON t.oid = to_regclass(x.name)
 JOIN pg_index i ON i.indrelid = t.oid AND i.indisvalid
@@ -182,6 +182,7 @@ def prewarm(schema: str) -> sql.Composed:
                    "WHERE to_regclass(r) IS NOT NULL ORDER BY r").format(schema=sql.Identifier(schema))
 
 
+# One index build's memory and parallelism, in the maintenance session only; RESET afterwards.
 MAINTENANCE_MEMORY = "SELECT pg_size_bytes(current_setting('maintenance_work_mem'))"
 SET_MAINTENANCE_MEMORY = "SELECT set_config('maintenance_work_mem', %(kb)s, false)"
 SERIAL_MAINTENANCE = "SET max_parallel_maintenance_workers = 0"
