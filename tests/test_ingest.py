@@ -663,9 +663,11 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
         named = dict(conn.execute(queries.ACTIVE_CANDIDATES, {"versions": [r[0] for r in found]}).fetchall())
     # the stored document, once, with the batch's documents sharing a band with it
     assert [(named[r[0]], r[3]) for r in found] == [("d7", [3, 4])]
-    # the lookup function's own statement (as migration 24 wrote it), planned for this tenant and batch: the GIN
-    # index searched once per document of the batch, the stored signatures never scanned
-    body = next(text for version, _, text in migrations() if version == 24)
+    stored = dedupe.from_bytes(found[0][2])  # its signature comes with it
+    assert stored is not None and dedupe.similarity(stored, dedupe.signature(texts[7])) == 1.0
+    # the lookup function's own statement (as migration 26 wrote it), planned for this tenant and batch: the GIN
+    # index searched once per document of the batch, the stored signatures never scanned (nor visited again)
+    body = next(text for version, _, text in migrations() if version == 26)
     body = body.split("LANGUAGE sql STABLE SECURITY DEFINER")[1].split(" AS $$")[1].split("$$;")[0]
     body = re.sub(r"\bcollection\b", "%(collection)s", body.replace("ragd_session_tenant()", "%(tenant)s")
                   .replace("unnest(docs, keys)", "unnest(%(docs)s::integer[], %(keys)s::bigint[])"))
@@ -676,7 +678,7 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
         return found + [s for child in node.get("Plans", []) for s in scans(child)]
 
     with client.store.admin() as conn:  # with the function's own settings, on statistics as ingest left them
-        for setting in conn.execute("SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'ragd_band_matches'"):
+        for setting in conn.execute("SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'ragd_band_candidates'"):
             name, value = setting[0].split("=", 1)
             conn.execute(sql.SQL("SELECT set_config({}, {}, true)").format(sql.Literal(name), sql.Literal(value)))
         plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + body, {
@@ -686,6 +688,7 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
     nodes = scans(plan)
     assert [n["Actual Loops"] for n in nodes if n.get("Index Name") == "document_minhash_bands"] == [len(batch)], plan
     assert not [n for n in nodes if n["Node Type"] == "Seq Scan"], plan
+    assert [n["Node Type"] for n in nodes if n.get("Relation Name") == "document_minhash"] == ["Bitmap Heap Scan"], plan
 
 
 def test_near_duplicates_are_found_among_the_stored_documents_active_versions_only(

@@ -235,10 +235,11 @@ def test_a_store_written_before_migration_25_counts_each_terms_blocks_and_compac
 
 
 # Migration 23's LSH band keys, 32 rows per signature in document_minhash_bands (keyed tenant first, migration 14;
-# its delete function as migration 15 wrote it), rebuilt from a store of today; migration 24's objects dropped.
+# its delete function as migration 15 wrote it), rebuilt from a store of today; migration 24's objects (and 26's
+# lookup function, which replaced 24's) dropped.
 BACK_TO_23 = """
 DROP INDEX document_minhash_bands;
-DROP FUNCTION ragd_band_matches(uuid, integer[], bigint[]);
+DROP FUNCTION ragd_band_candidates(uuid, integer[], bigint[]);
 CREATE TABLE document_minhash_bands (
     doc_version_id uuid NOT NULL, tenant_id text NOT NULL, collection_id uuid NOT NULL, band_key bigint NOT NULL,
     PRIMARY KEY (tenant_id, collection_id, band_key, doc_version_id));
@@ -251,7 +252,7 @@ SELECT doc_version_id, tenant_id, collection_id, unnest(bands) FROM document_min
 {delete_bands}
 GRANT EXECUTE ON FUNCTION ragd_delete_bands(uuid, uuid[], bigint[]) TO ragd_app;
 ALTER TABLE document_minhash DROP COLUMN bands;
-DELETE FROM schema_migrations WHERE version = 24;
+DELETE FROM schema_migrations WHERE version IN (24, 26);
 """
 
 
@@ -282,7 +283,7 @@ def test_a_store_written_before_migration_24_moves_its_band_keys_into_the_signat
             rows = conn.execute("SELECT count(*), count(DISTINCT doc_version_id) "
                                 "FROM document_minhash_bands").fetchone()
         assert rows == (32 * len(signatures), len(signatures)) and len(signatures) == 60 - 1 + 1  # d8 gone, d3 twice
-        assert store.migrate() == [24]
+        assert store.migrate() == [24, 26]
         with store.admin() as conn:
             moved = {v: sorted(b) for v, b in conn.execute("SELECT doc_version_id, bands FROM document_minhash")}
             assert moved == signatures

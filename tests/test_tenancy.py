@@ -313,14 +313,14 @@ def test_a_tenant_deletes_through_ragd_only_its_own_rows(client: ragd.Ragd, two_
 
 
 def test_band_lookups_find_only_the_callers_own_signatures(client: ragd.Ragd, two_tenants: Any) -> None:
-    """ragd_band_matches reads the band index as its owner (row security cannot serve the array operator): given
+    """ragd_band_candidates reads the band index as its owner (row security cannot serve the array operator): given
     the victim's collection and the victim's own band keys, mallory's session finds nothing, and the victim's finds
     its document; mallory's near-duplicate of the victim's text is not a duplicate of anything of the victim's."""
     mallory, victim = two_tenants
     with client.store.admin() as conn:
         keys = conn.execute("SELECT bands FROM document_minhash WHERE tenant_id = 'victim' AND collection_id = %s",
                             (victim.collection_id,)).fetchone()[0]
-    lookup = "SELECT doc_version_id FROM ragd_band_matches(%s, %s::integer[], %s::bigint[])"
+    lookup = "SELECT doc_version_id FROM ragd_band_candidates(%s, %s::integer[], %s::bigint[])"
     with client.store.tenant("mallory") as conn:
         assert conn.execute(lookup, (victim.collection_id, [0] * len(keys), keys)).fetchall() == []
         assert conn.execute(lookup, (mallory.collection_id, [0] * len(keys), keys)).fetchall() == []

@@ -260,18 +260,14 @@ ON CONFLICT DO NOTHING"""
 
 # Stored signatures sharing at least one LSH band with a batch's documents (`docs[i]` the document of band key
 # `keys[i]`), each once with the batch's documents it shares a band with; through the definer function, whose GIN
-# lookup runs once per document of the batch (the array operator cannot use the index under row-level security).
-# Whether a candidate's version is active, and its document's external id, are read afterwards (ACTIVE_CANDIDATES)
-# for the few similar enough to matter: at 1M drawn chunks a document shares a band with ~9 stored ones, 1 in 6 of
-# them at similarity 0.5 or more.
+# lookup runs once per document of the batch (the array operator cannot use the index under row-level security)
+# and returns the signature its heap visit read. Whether a candidate's version is active, and its document's
+# external id, are read afterwards (ACTIVE_CANDIDATES) for the few similar enough to matter: at 1M drawn chunks a
+# document shares a band with ~9 stored ones, 1 in 6 of them at similarity 0.5 or more.
 NEAR_DUPLICATE_CANDIDATES = """
-WITH shared AS MATERIALIZED (
-    SELECT b.doc_version_id, array_agg(DISTINCT b.doc ORDER BY b.doc) AS docs
-    FROM ragd_band_matches(%(collection_id)s, %(docs)s::integer[], %(keys)s::bigint[]) b
-    GROUP BY b.doc_version_id)
-SELECT s.doc_version_id, m.doc_id, m.signature, s.docs
-FROM shared s JOIN document_minhash m ON m.doc_version_id = s.doc_version_id
-ORDER BY s.doc_version_id"""
+SELECT doc_version_id, doc_id, signature, docs
+FROM ragd_band_candidates(%(collection_id)s, %(docs)s::integer[], %(keys)s::bigint[])
+ORDER BY doc_version_id"""
 
 ACTIVE_CANDIDATES = """
 SELECT v.doc_version_id, d.external_id
