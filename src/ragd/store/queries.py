@@ -177,9 +177,11 @@ SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespa
 
 
 def prewarm(schema: str) -> sql.Composed:
-    """Each relation of these names read by the extension (in `schema`), in order: the pages read."""
-    return sql.SQL("SELECT r, {schema}.pg_prewarm(to_regclass(r), 'read') FROM unnest(%(names)s::text[]) AS r "
-                   "WHERE to_regclass(r) IS NOT NULL ORDER BY r").format(schema=sql.Identifier(schema))
+    """Each relation of these names read by the extension (in `schema`), one after the other in the given order:
+    the pages read."""
+    return sql.SQL("SELECT r, {schema}.pg_prewarm(to_regclass(r), 'read') "
+                   "FROM unnest(%(names)s::text[]) WITH ORDINALITY AS x(r, n) "
+                   "WHERE to_regclass(r) IS NOT NULL ORDER BY n").format(schema=sql.Identifier(schema))
 
 
 # One index build's memory and parallelism, in the maintenance session only; RESET afterwards.
