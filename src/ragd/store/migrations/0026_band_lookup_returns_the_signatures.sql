@@ -1,7 +1,7 @@
 -- The band lookup returns each candidate's signature with the batch's documents sharing a band with it (issue 34):
 -- the GIN lookup's heap visit already holds the row, and migration 24's function returned only its version, so
 -- ingest joined back to document_minhash through its primary key for the signature (a second index descent and
--- heap visit a candidate: at 1.5M drawn chunks a document shares a band with ~10 stored ones). Same rules as
+-- heap visit a candidate: at 1.5M drawn chunks a document shares a band with ~12 stored ones). Same rules as
 -- migration 24's: the session tenant's rows of the given collection only, each document's keys looked up in the GIN
 -- index alone, a plan that does not depend on statistics.
 DROP FUNCTION ragd_band_matches(uuid, integer[], bigint[]);
