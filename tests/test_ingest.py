@@ -709,6 +709,34 @@ def test_near_duplicates_are_found_among_the_stored_documents_active_versions_on
     assert decisions[0]["similarity"] >= 0.9
 
 
+def test_near_duplicates_found_ahead_of_a_batch_are_checked_when_it_is_planned(client: ragd.Ragd, name: str) -> None:
+    """A batch's stored candidates are looked up while the batch before it is written (not yet committed): a
+    near-copy of a document that batch stores is still found (through the run's own index), a near-copy of a
+    stored document's version that batch retires is no duplicate (whether a candidate is active is read when the
+    batch is planned, after the batch before committed), and a near-copy of a stored active one is."""
+    import random
+
+    from ragd.ingest.pipeline import FIRST_BATCH_DOCS
+
+    rng = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(5000)]
+    col = client.collection(name)
+    a, b_old, b_new = (" ".join(f"{w}{i}" for i in range(80)) for w in ("alpha", "beta", "gamma"))
+    col.ingest(documents=[{"id": "a", "text": a}, {"id": "b", "text": b_old}])
+    filler = [{"id": f"f{i:03d}", "text": " ".join(rng.choice(vocabulary) for _ in range(80))}
+              for i in range(FIRST_BATCH_DOCS - 1)]
+    second = [{"id": "near-f003", "text": f"{filler[3]['text']} tail"}, {"id": "near-old-b", "text": f"{b_old} tail"},
+              {"id": "near-a", "text": f"{a} tail"}]
+    report = col.ingest(documents=[*filler, {"id": "b", "text": b_new}, *second], near_duplicates=0.8)
+    status = {i.external_id: i.status for i in report.items}
+    assert {k: status[k] for k in ("b", "near-f003", "near-old-b", "near-a")} == {
+        "b": "ingested", "near-f003": "duplicate", "near-old-b": "ingested", "near-a": "duplicate"}
+    assert sum(v == "ingested" for v in status.values()) == len(filler) + 2
+    decisions = col.run(str(report.run_id))["stats"]["near_duplicates"]
+    assert [(d["item"], d["similar_to"], d["decision"]) for d in decisions] == [
+        ("near-f003", "f003", "duplicate"), ("near-a", "a", "duplicate")]
+
+
 def test_signatures_are_stored_in_4_bytes_a_value_and_those_stored_in_8_still_match(
         client: ragd.Ragd, name: str) -> None:
     """New signatures take 4 bytes a value (512 bytes); a signature stored before, 8 bytes a value, is read as the

@@ -150,6 +150,9 @@ class _Prepared:
     artifact_uri: str | None = None  # written once planned as new, before the commit
     artifact_line: str | None = None  # its line in the artifact pack, made while the batch before is written
     lexemes: list[str] | None = None  # each chunk's tsvector (as text), made while the batch before is written
+    # stored signatures sharing an LSH band with it and similar enough to be recorded, (version, document,
+    # signature), found while the batch before is written; None: not looked up yet
+    near_stored: list[tuple[uuid.UUID, uuid.UUID, np.ndarray]] | None = None
     action: str = "new"
     version_id: uuid.UUID | None = None
     version_number: int = 1
@@ -602,11 +605,11 @@ def embed_cached(col: Collection, texts: Sequence[str], tally: _Tally,
     return np.stack([found[h] for h in hashes])
 
 
-def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
+def _ahead(col: Collection, batch: list[_Prepared], state: _RunState) -> _Ahead:
     """Embed a batch while the batch before it is written, with the rest of a new version's work that needs no
-    decision: its MinHash signature. Documents stored with this content already are left out; the commit plans
-    again and does whatever it needs that is not done here (its artifact too: written for a version that turned
-    out a duplicate, it would be kept for nothing)."""
+    decision: its MinHash signature and the stored signatures similar to it. Documents stored with this content
+    already are left out; the commit plans again and does whatever it needs that is not done here (its artifact
+    too: written for a version that turned out a duplicate, it would be kept for nothing)."""
     started = time.perf_counter()
     doc_ids = sorted({p.doc_id for p in batch}, key=str)
     with col.store.tenant(col.tenant) as conn:
@@ -615,6 +618,10 @@ def _ahead(col: Collection, batch: list[_Prepared]) -> _Ahead:
     for p in fresh:
         _sign(p)
         _serialize(p)  # its artifact's line (written only if the commit stores the version)
+    if fresh and state.near_threshold < 1.0:  # the band lookups (at 1M chunks a tenth of a batch's server time),
+        # off the writer's path; the batch before is not committed yet, but its documents are in the run's index
+        with col.store.tenant(col.tenant) as conn:
+            _similar_stored(conn, col, fresh, state.read_ahead)
     texts = [c.search_text for p in fresh for c in p.chunks]
     ahead = _Ahead()
     vectors = embed_cached(col, texts, ahead)
@@ -693,32 +700,42 @@ def _near_duplicates(conn: psycopg.Connection[Any], col: Collection, batch: list
 
 def _stored_candidates(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared],
                        read_ahead: prefetch.Prefetch) -> list[list[dedupe.Known]]:
-    """Each document's stored candidates (active versions of the collection sharing an LSH band with it) that are
+    """Each document's stored candidates similar enough to be recorded (those found ahead, else looked up now)
+    that are active now, with their external ids: read here, in the plan's transaction, so a candidate retired
+    since it was found is no match (one committed by another run since then is not seen: as one committed while
+    this batch is written is not)."""
+    unsearched = [p for p in batch if p.near_stored is None]
+    if unsearched:
+        _similar_stored(conn, col, unsearched, read_ahead)
+    versions = sorted({version for p in batch for version, _, _ in p.near_stored or ()})
+    active = dict(conn.execute(queries.ACTIVE_CANDIDATES, {"versions": versions}).fetchall()) if versions else {}
+    return [[dedupe.Known(doc_id, active[version], signature)
+             for version, doc_id, signature in p.near_stored or () if version in active] for p in batch]
+
+
+def _similar_stored(conn: psycopg.Connection[Any], col: Collection, batch: list[_Prepared],
+                    read_ahead: prefetch.Prefetch) -> None:
+    """Each document's stored signatures (of any version of the collection) sharing an LSH band with it and
     similar enough to be recorded: a candidate below that can be no document's match. Each stored signature comes
     once with the batch's documents sharing a band with it, so each document tests its own (testing every
-    candidate of the batch against every document was half of this process's time at 1M); whether it is active,
-    and its external id, are then read for the similar ones only."""
+    candidate of the batch against every document was half of this process's time at 1M)."""
     docs = [i for i, p in enumerate(batch) for _ in p.band_keys]
     keys = [k for p in batch for k in p.band_keys]
     mine = [p.signature for p in batch if p.signature is not None]
     assert len(mine) == len(batch)
-    similar: list[tuple[int, uuid.UUID, uuid.UUID, np.ndarray]] = []
     rows = conn.execute(queries.NEAR_DUPLICATE_CANDIDATES, {
         "collection_id": col.collection_id, "docs": docs, "keys": keys}).fetchall() if keys else []
     read_ahead.signatures_read(len(batch), len(rows))
+    found: list[list[tuple[uuid.UUID, uuid.UUID, np.ndarray]]] = [[] for _ in batch]
     for version, doc_id, sig, sharing in rows:
         signature = dedupe.from_bytes(sig)
         if signature is None:
             continue  # not a signature ragd wrote: no candidate
-        similar += [(i, version, doc_id, signature) for i in sharing
-                    if dedupe.similarity(mine[i], signature) >= dedupe.RECORDED]
-    active = dict(conn.execute(queries.ACTIVE_CANDIDATES, {
-        "versions": sorted({version for _, version, _, _ in similar})}).fetchall()) if similar else {}
-    stored: list[list[dedupe.Known]] = [[] for _ in batch]
-    for i, version, doc_id, signature in similar:
-        if version in active:
-            stored[i].append(dedupe.Known(doc_id, active[version], signature))
-    return stored
+        for i in sharing:
+            if dedupe.similarity(mine[i], signature) >= dedupe.RECORDED:
+                found[i].append((version, doc_id, signature))
+    for p, similar in zip(batch, found):
+        p.near_stored = similar
 
 
 def _sign(p: _Prepared) -> None:
@@ -1091,7 +1108,7 @@ def run_ingest(
         max_docs, max_chunks = next(limits)
 
         def commit(full: list[_Prepared]) -> None:
-            stages.commit(lambda: _ahead(col, full),
+            stages.commit(lambda: _ahead(col, full, state),
                           lambda ahead: _commit_isolating(col, state, full, duplicates, started, ahead))
             # compacted as it goes, not once at the end: a long run writes a partial block per term per batch,
             # which every search reads until compaction merges them (a term of a 980k-document load had thousands)

@@ -128,11 +128,13 @@ class Prefetch:
         """A batch of `documents` documents read `rows` stored signatures (those sharing a band with one of them:
         how many depends on the collection, so it is measured). Once the run's documents left, at the rate seen so
         far, will read a quarter of the signatures' table, it is read ahead."""
-        self._checked += documents
-        self._signatures += rows
-        if self._store is None or SIGNATURES in self._asked or not 0 < self._checked < self._documents:
+        with self._lock:  # (called by the thread embedding ahead, and by the writer for what that one did not)
+            self._checked += documents
+            self._signatures += rows
+            checked, signatures = self._checked, self._signatures
+        if self._store is None or SIGNATURES in self._asked or not 0 < checked < self._documents:
             return
-        expected = (self._documents - self._checked) * self._signatures // self._checked
+        expected = (self._documents - checked) * signatures // checked
         self._spawn(chosen(self._sizes, {SIGNATURES: expected}, self._min_pages))
 
     def _spawn(self, relations: list[str]) -> None:
