@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import random
+import time
 import uuid
 
 import numpy as np
@@ -166,9 +167,15 @@ def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
 
 
 def _two_connections(store: Store, tenant: str) -> None:
-    """The tenant's pool holds two open connections (a fresh pool opens them as they are asked for)."""
+    """The tenant's pool holds two open connections (a fresh pool opens them as they are asked for), both free
+    again: a connection handed back is reset before it can be taken, which on a loaded machine can take longer
+    than the 20 ms a search waits for its second one (CI beside a bulk load once saw 'sequential' here)."""
     with store.tenant(tenant), store.tenant(tenant):
         pass
+    pool = store._tenant_pool(store.tenant_role(tenant), tenant)
+    deadline = time.monotonic() + 10
+    while pool.get_stats()["pool_available"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def test_hybrid_legs_run_side_by_side_with_the_same_results_as_one_after_the_other(settings: Settings,
@@ -181,6 +188,7 @@ def test_hybrid_legs_run_side_by_side_with_the_same_results_as_one_after_the_oth
             for query, filters in (("item42 record", None), ("alpha bravo charlie", None),
                                    ("delta echo", {"tags_any": ["rare"]}), ("golf hotel", {"metadata": {"group": 3}})):
                 debug: dict[str, object] = {}
+                _two_connections(client.store, col.tenant)
                 side_by_side = col.search(query, k=10, fusion=fusion, filters=filters, debug=debug)
                 assert debug["legs"] == "concurrent"
                 assert side_by_side and any(h.vector_rank for h in side_by_side) \
@@ -213,6 +221,7 @@ def test_a_pair_of_reading_sessions_sees_one_snapshot(settings: Settings, name: 
             other.collection(name).ingest(documents=[{"id": "b", "text": "Spring tides follow the full moon."}])
             assert conn.execute(count, (col.collection_id,)).fetchone() == (1,)
             assert spare.execute(count, (col.collection_id,)).fetchone() == (1,)
+        _two_connections(client.store, col.tenant)
         with client.store.reading_pair(col.tenant) as (conn, beside), beside() as spare:
             assert spare is not None and spare.execute(count, (col.collection_id,)).fetchone() == (2,)
             with contextlib.ExitStack() as held:  # every other connection of the pool taken: none beside
