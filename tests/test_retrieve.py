@@ -6,7 +6,6 @@ import contextlib
 import json
 import math
 import random
-import time
 import uuid
 
 import numpy as np
@@ -17,10 +16,11 @@ import ragd
 from ragd.config import Settings
 from ragd.errors import InvalidRequest
 from ragd.retrieve.legs import best_sums, ef_search_at, vector_sql
-from ragd.store.postgres import TENANT_POOL_SIZE, Store
+from ragd.store.postgres import TENANT_POOL_SIZE
 from ragd.types import Candidate, Filters
 
 from .conftest import DATA
+from .pools import two_free_connections
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
@@ -166,29 +166,17 @@ def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:
     assert all(0 <= h.score <= 1.0 + 1e-9 for h in weighted)
 
 
-def _two_connections(store: Store, tenant: str) -> None:
-    """The tenant's pool holds two open connections (a fresh pool opens them as they are asked for), both free
-    again: a connection handed back is reset before it can be taken, which on a loaded machine can take longer
-    than the 20 ms a search waits for its second one (CI beside a bulk load once saw 'sequential' here)."""
-    with store.tenant(tenant), store.tenant(tenant):
-        pass
-    pool = store._tenant_pool(store.tenant_role(tenant), tenant)
-    deadline = time.monotonic() + 10
-    while pool.get_stats()["pool_available"] < 2 and time.monotonic() < deadline:
-        time.sleep(0.005)
-
-
 def test_hybrid_legs_run_side_by_side_with_the_same_results_as_one_after_the_other(settings: Settings,
                                                                                   big: ragd.Collection) -> None:
     client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
     try:
         col = client.collection(big.name)
-        _two_connections(client.store, col.tenant)
+        two_free_connections(client.store, col.tenant)
         for fusion in ("rrf", "weighted"):
             for query, filters in (("item42 record", None), ("alpha bravo charlie", None),
                                    ("delta echo", {"tags_any": ["rare"]}), ("golf hotel", {"metadata": {"group": 3}})):
                 debug: dict[str, object] = {}
-                _two_connections(client.store, col.tenant)
+                two_free_connections(client.store, col.tenant)
                 side_by_side = col.search(query, k=10, fusion=fusion, filters=filters, debug=debug)
                 assert debug["legs"] == "concurrent"
                 assert side_by_side and any(h.vector_rank for h in side_by_side) \
@@ -213,7 +201,7 @@ def test_a_pair_of_reading_sessions_sees_one_snapshot(settings: Settings, name: 
     try:
         col = client.collection(name)
         col.ingest(documents=[{"id": "a", "text": "Tide tables list high and low water."}])
-        _two_connections(client.store, col.tenant)
+        two_free_connections(client.store, col.tenant)
         with client.store.reading_pair(col.tenant) as (conn, beside), beside() as spare:
             assert spare is not None and spare is not conn
             # committed by another client after the pair opened: neither session sees it, the second one
@@ -221,7 +209,7 @@ def test_a_pair_of_reading_sessions_sees_one_snapshot(settings: Settings, name: 
             other.collection(name).ingest(documents=[{"id": "b", "text": "Spring tides follow the full moon."}])
             assert conn.execute(count, (col.collection_id,)).fetchone() == (1,)
             assert spare.execute(count, (col.collection_id,)).fetchone() == (1,)
-        _two_connections(client.store, col.tenant)
+        two_free_connections(client.store, col.tenant)
         with client.store.reading_pair(col.tenant) as (conn, beside), beside() as spare:
             assert spare is not None and spare.execute(count, (col.collection_id,)).fetchone() == (2,)
             with contextlib.ExitStack() as held:  # every other connection of the pool taken: none beside
