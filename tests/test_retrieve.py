@@ -171,7 +171,6 @@ def test_hybrid_legs_run_side_by_side_with_the_same_results_as_one_after_the_oth
     client = ragd.connect(settings=settings.model_copy(update={"cache_ttl_s": 0}))
     try:
         col = client.collection(big.name)
-        two_free_connections(client.store, col.tenant)
         for fusion in ("rrf", "weighted"):
             for query, filters in (("item42 record", None), ("alpha bravo charlie", None),
                                    ("delta echo", {"tags_any": ["rare"]}), ("golf hotel", {"metadata": {"group": 3}})):
