@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelNotAvailable
-from .base import Vectors, bge_model_dir, l2_normalize
+from .base import Vectors, bge_model_dir, l2_normalize, onnx_session
 
 QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 MAX_TOKENS = 512
@@ -52,18 +52,11 @@ class OnnxEmbedder:
         with self._lock:
             if self._session is not None:
                 return
-            import onnxruntime as ort
             from tokenizers import Tokenizer
 
             model_dir = self._dir or bge_model_dir()
             try:
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = self._threads
-                options.inter_op_num_threads = 1
-                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-                session = ort.InferenceSession(
-                    str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
-                )
+                session = onnx_session(model_dir / "model.onnx", self._threads)
                 tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
             except Exception as exc:
                 raise ModelNotAvailable(f"cannot load the ONNX model in {model_dir}: {exc}") from exc

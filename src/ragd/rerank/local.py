@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..embed.base import vectrix_model_dir
+from ..embed.base import onnx_session, vectrix_model_dir
 from ..errors import ModelNotAvailable, RerankerError
 
 MODEL = "ms-marco-MiniLM-L-12-v2-int8"
@@ -49,17 +49,11 @@ class CrossEncoder:
         with self._lock:
             if self._session is not None:
                 return
-            import onnxruntime as ort
             from tokenizers import Tokenizer
 
             folder = vectrix_model_dir("reranker_en", "local reranker (ms-marco-MiniLM-L-12-v2)")
             try:
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = self._threads
-                options.inter_op_num_threads = 1
-                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-                session = ort.InferenceSession(str(folder / "model.onnx"), options,
-                                               providers=["CPUExecutionProvider"])
+                session = onnx_session(folder / "model.onnx", self._threads)
                 tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
             except Exception as exc:
                 raise ModelNotAvailable(f"cannot load the reranker model in {folder}: {exc}") from exc
