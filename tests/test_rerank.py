@@ -17,7 +17,7 @@ from ragd.compress import CompressPolicy
 from ragd.config import Settings
 from ragd.errors import RerankerError
 from ragd.eval.runner import plan_overrides
-from ragd.rerank import CrossEncoder, blend, make_reranker, probability, rerank
+from ragd.rerank import CrossEncoder, blend, make_reranker, probability, rerank, rerank_fail_open
 from ragd.types import Candidate
 
 from .fakes import JsonService, serving
@@ -151,6 +151,19 @@ def test_the_cross_encoder_gives_the_int8_models_exact_logits_on_any_x86_cpu() -
              ("what is on the cafeteria menu", DOCS[1]["text"], 3.6552)]
     for query, text, logit in pairs:
         assert model.score(query, [text])[0] == pytest.approx(logit, abs=0.05), query
+
+
+def test_the_local_models_load_does_not_count_against_the_rerank_limit() -> None:
+    """The first rerank after a start loads the model (0.3-0.9 s here): counted against the limit, it was skipped
+    on a loaded machine, and the first answer after a start differed from the next ones."""
+    query, candidates = "how many weeks of parental leave", [_candidate(DOCS[0]["text"], 0.4, 1)]
+    ranked, outcome = rerank_fail_open(query, candidates, CrossEncoder(max_tokens=128), top=20, weight=0.2,
+                                       timeout_s=0.25)
+    assert outcome.used and not outcome.skipped and ranked[0].rerank_score is not None
+    assert outcome.latency_ms < 250
+    _, overrun = rerank_fail_open(query, candidates, CrossEncoder(max_tokens=128), top=20, weight=0.2,
+                                  timeout_s=1e-6)
+    assert overrun.skipped and not overrun.used and "over the" in (overrun.error or "")
 
 
 def test_blend_is_pure_and_breaks_ties_canonically() -> None:

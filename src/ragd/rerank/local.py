@@ -45,7 +45,8 @@ class CrossEncoder:
     def version(self) -> str:
         return f"{MODEL}@{self.max_tokens}" + ("w" if self.windows else "")
 
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Load the model and its tokenizer once (the first score does it too)."""
         with self._lock:
             if self._session is not None:
                 return
@@ -75,7 +76,7 @@ class CrossEncoder:
         """Relevance logits of each passage for the query (higher is more relevant), in input order."""
         if not passages:
             return []
-        self._load()
+        self.load()
         started = time.perf_counter()
         scores: list[float] = []
         for pairs in self._pairs(query, passages):
