@@ -46,6 +46,7 @@ from _common import DATA, SCIFACT, cached, chunk_texts, embed_once, pct, private
 import ragd
 from ragd.eval import metrics
 from ragd.retrieve.legs import ef_search_at, vector_leg
+from ragd.store import embedded
 from ragd.store import queries as sql_text
 from ragd.types import Filters
 
@@ -249,6 +250,9 @@ def main() -> None:
         print(f"sentence pool {len(pool.sentences)}; {len(asked)} queries; {len(judged[0])} judged SciFact queries; "
               f"ef_search {client.settings.hnsw_ef_search}, growing from "
               f"{client.settings.hnsw_ef_search_grow_from} chunks")
+        with psycopg.connect(client.store.url, autocommit=True) as conn:
+            memory = embedded.shared_memory(conn)  # (huge pages or not: a third of the HNSW inserts' time at 1M)
+        print(f"server: shared buffers {memory.buffers_mb} MB, huge pages {memory.huge_pages}")
         for size in [int(s) for s in args.sizes.split(",")]:
             have = drawn(client, col)
             marks = []

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from ragd.store.embedded import SharedMemory
 from ragd.store.postgres import migrations
 
 from .conftest import SAMPLES, run_cli
@@ -96,11 +98,34 @@ def test_db_start_stop_on_its_own_home(tmp_path: Path) -> None:
     assert run_cli(["db", "status"], env).returncode == 1
     assert "running" in ok(run_cli(["db", "start"], env)).stdout
     try:
-        assert ok(run_cli(["db", "status"], env)).stdout.startswith("running")
+        text = ok(run_cli(["db", "status"], env)).stdout
+        assert text.startswith("running")
         assert f"schema version {LATEST}" in ok(run_cli(["migrate"], env)).stdout
+        # what the server's shared memory is made of, as the server itself says
+        status = json.loads(ok(run_cli(["db", "status", "--json"], env)).stdout)
+        with psycopg.connect(ok(run_cli(["db", "url"], env)).stdout.strip(), autocommit=True) as conn:
+            shown = dict(conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+                (["shared_buffers", "block_size", "huge_pages_status", "shared_memory_size_in_huge_pages"],)))
+        assert status["shared_buffers_mb"] == int(shown["shared_buffers"]) * int(shown["block_size"]) >> 20
+        assert status["huge_pages"] == shown["huge_pages_status"]
+        needed = int(shown["shared_memory_size_in_huge_pages"])  # (-1: the platform has none)
+        assert status["huge_pages_needed"] == (needed if needed >= 0 else None)
+        assert f"shared buffers {status['shared_buffers_mb']} MB, huge pages {status['huge_pages']}" in text
+        advised = status["huge_pages"] == "off" and status["shared_buffers_mb"] >= 1024
+        assert (f"vm.nr_hugepages={status['huge_pages_needed']}" in text) is advised
     finally:
         assert "stopped" in ok(run_cli(["db", "stop"], env)).stdout
     assert run_cli(["db", "status"], env).returncode == 1
+
+
+def test_huge_pages_are_advised_only_for_large_buffers_on_small_pages() -> None:
+    hint = SharedMemory(buffers_mb=6016, huge_pages="off", huge_pages_needed=3107).hint()
+    assert hint is not None and "sysctl -w vm.nr_hugepages=3107" in hint and "ragd db stop" in hint
+    assert SharedMemory(buffers_mb=6016, huge_pages="on", huge_pages_needed=3107).hint() is None
+    assert SharedMemory(buffers_mb=512, huge_pages="off", huge_pages_needed=265).hint() is None  # small: no matter
+    assert SharedMemory(buffers_mb=6016, huge_pages="off", huge_pages_needed=None).hint() is None  # none to reserve
+    assert SharedMemory(buffers_mb=6016, huge_pages="unknown", huge_pages_needed=3107).hint() is None
 
 
 @pytest.mark.model
