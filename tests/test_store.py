@@ -66,8 +66,13 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
+# Migration 27 undone: the compactions' count of rewrites (its block replacement is migration 25's again)
+UNDO_27 = """
+ALTER TABLE lexical_stats DROP COLUMN rewrites;
+DELETE FROM schema_migrations WHERE version = 27;
+"""
 # Migration 25 undone: the terms' counts and the block replacement that sets them
-UNDO_25 = """
+UNDO_25 = UNDO_27 + """
 DROP FUNCTION ragd_replace_blocks(uuid, text[], integer[], text[], integer[], integer[], integer[], integer[],
                                   integer[], bytea[], bytea[], bytea[], text[], integer[], integer[]);
 ALTER TABLE lexical_terms DROP COLUMN posted, DROP COLUMN partial;
@@ -142,7 +147,7 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
             asked = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review", "report report 17"]
             old = {q: conn.execute(OLD_BM25, {"query": q, "c": col.collection_id}).fetchall() for q in asked}
         assert postings > 300 * 8 and all(old.values())
-        assert store.migrate() == [21, 25]
+        assert store.migrate() == [21, 25, 27]
         with store.admin() as conn:
             assert conn.execute("SELECT sum(n), max(n) FROM lexical_blocks").fetchone() == (postings, 128)
             assert conn.execute("SELECT to_regclass('lexical_postings')").fetchone() == (None,)
@@ -209,7 +214,7 @@ def test_a_store_written_before_migration_25_counts_each_terms_blocks_and_compac
             conn.execute(BACK_TO_24.replace("{replace_blocks}", found.group(0)))
             old = [r[0] for r in conn.execute(OLD_TERMS_TO_COMPACT, {"c": col.collection_id})]
         assert {"river", "level", "gaug", "rainfal"} <= set(old)  # partial blocks of three runs, a retired posting
-        assert store.migrate() == [25]
+        assert store.migrate() == [25, 27]
         with store.admin() as conn:
             now = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
                 "collection_id": col.collection_id, "after": "", "limit": 10**6})]
@@ -230,6 +235,61 @@ def test_a_store_written_before_migration_25_counts_each_terms_blocks_and_compac
         assert col.compact()["postings_dropped"] > 0
         lexical_stats_consistent(rag, col)
         assert [h.external_id for h in col.search("new gauge river", k=1, fusion="lexical")] == ["new"]
+    finally:
+        rag.close()
+
+
+def test_a_store_written_before_migration_27_counts_its_rewrites_and_answers_the_same_through_kept_postings(
+        fresh_database: str, settings: Settings) -> None:
+    """A store in migration 26's layout (blocks from several runs, a replaced and a deleted document) migrates to
+    collections that count their compactions' rewrites: every block kept, the count 0, searches through postings
+    kept in the process answer as before the migration; a compaction that rewrites counts 1 (one that has nothing
+    to rewrite counts nothing), and searches after it still answer as a client reading every block does."""
+    keeping = settings.model_copy(update={"lexical_cache_min_postings": 1, "cache_ttl_s": 0})
+    store = Store(fresh_database, settings=keeping)
+    rag = Ragd(store, keeping, None)
+    try:
+        col = rag.collection("rewrites-upgraded")
+        for part in range(3):
+            col.ingest(documents=[{"id": f"d{i}", "text": f"Buoy {i} logged tide heights, swell and salinity. "
+                                   f"Team {i % 5} checked mooring {i * 11}."}
+                                  for i in range(part * 30, part * 30 + 30)])
+        col.ingest(documents=[{"id": "d4", "text": "Buoy 4 drifted; its tide heights restart."}])
+        col.delete("d9")
+        asked = ["tide heights", "swell salinity", "mooring 33", "buoy drifted restart"]
+
+        def answers() -> dict[str, list[tuple[str, float]]]:
+            return {q: [(h.external_id, h.lexical_score) for h in col.search(q, k=8, fusion="lexical")]
+                    for q in asked}
+
+        before = answers()
+        assert rag.postings.info.terms > 0  # their postings are kept
+        blocks = "SELECT count(*), sum(n) FROM lexical_blocks WHERE collection_id = %s"
+        twenty_five = next(text for version, _, text in migrations() if version == 25)
+        found = re.search(r"CREATE FUNCTION ragd_replace_blocks\(.*?\n\$\$;", twenty_five, re.S)
+        assert found is not None
+        with store.admin() as conn:
+            stored = conn.execute(blocks, (col.collection_id,)).fetchone()
+            conn.execute(UNDO_27 + found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+        assert store.migrate() == [27]
+        rewrites = "SELECT rewrites FROM lexical_stats WHERE collection_id = %s"
+        with store.admin() as conn:
+            assert conn.execute(blocks, (col.collection_id,)).fetchone() == stored
+            assert conn.execute(rewrites, (col.collection_id,)).fetchone() == (0,)
+        assert answers() == before
+        assert col.compact()["rows_after"] > 0
+        assert col.compact()["terms"] == 0  # nothing left to rewrite
+        with store.admin() as conn:
+            assert conn.execute(rewrites, (col.collection_id,)).fetchone() == (1,)
+        col.ingest(documents=[{"id": "new", "text": "A new buoy on the swell line."}])
+        plain = Ragd(Store(fresh_database, settings=settings), settings, None)
+        try:
+            again = plain.collection("rewrites-upgraded")
+            for q in [*asked, "new buoy swell"]:
+                assert [(h.external_id, h.lexical_score) for h in col.search(q, k=8, fusion="lexical")] == \
+                    [(h.external_id, h.lexical_score) for h in again.search(q, k=8, fusion="lexical")], q
+        finally:
+            plain.close()
     finally:
         rag.close()
 

@@ -92,6 +92,11 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     hnsw_ef_search_grow_from: int = Field(default=62_500, ge=0)
     exact_scan_threshold: int = Field(default=5000, ge=0)
+    # BM25 postings of frequent terms kept in each process between searches (retrieve/postings.py; exact: checked
+    # against the collection's counters at every search): at most this many MiB (0: off), terms of at least this
+    # many postings (10 bytes each)
+    lexical_cache_mb: int = Field(default=256, ge=0)
+    lexical_cache_min_postings: int = Field(default=16_384, ge=1)
     # the precision a new collection's HNSW index walks at (pinned at creation): halfvec (the default: 57% of the
     # index's size, the same SciFact nDCG@10 and recall@100 with bge-small vectors, the same recall@10 at 300k; the
     # rows and every score stay float4) or vector (float4)

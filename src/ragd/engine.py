@@ -62,6 +62,7 @@ from .retrieve.legs import (
     vector_leg,
     vector_sql,
 )
+from .retrieve.postings import PostingsCache
 from .store import Store, blocks, queries
 from .store.originals import Original
 from .store.originals import originals_for as original_files
@@ -119,6 +120,7 @@ class Ragd:
         self.settings = settings
         self._embedder = embedder
         self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
+        self.postings = PostingsCache(settings.lexical_cache_mb << 20, settings.lexical_cache_min_postings)
         self._reranker: Reranker | bool | None = False  # False: not made yet
         self._generator: Generator | bool | None = False
         self._written: dict[str, str] = {}  # tenant -> the primary's WAL position after its last write here
@@ -916,7 +918,7 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
 
         def lexical(on: Any) -> list[Candidate]:
             return lexical_leg(on, collection_id=col.collection_id, query=query, limit=plan.k_lex,
-                               filters=plan.filters, matching=matching)
+                               filters=plan.filters, matching=matching, cache=col.client.postings, tenant=col.tenant)
 
         def vector_beside() -> tuple[list[Candidate], float] | None:
             assert beside is not None

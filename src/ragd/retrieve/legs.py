@@ -15,6 +15,7 @@ from psycopg import sql
 
 from ..store import blocks, queries
 from ..types import Candidate, Filters
+from .postings import Postings, PostingsCache, State
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -152,12 +153,12 @@ class LexicalPlan:
     statement: sql.Composed | None  # the statement reading the query's blocks
 
 
-def bm25_weights(rows: list[tuple[str, int, int, int, int]]) -> tuple[list[str], list[float], float]:
-    """Terms (rarest first), their weights and the average chunk length, from (term, df, n_chunks, total_len,
-    qtf). A term's weight is its idf times its count in the query: each occurrence adds its term score, as in
-    Lucene's BM25."""
+def bm25_weights(rows: list[tuple[Any, ...]]) -> tuple[list[str], list[float], float]:
+    """Terms (rarest first), their weights and the average chunk length, from rows of (term, df, n_chunks,
+    total_len, qtf, ...). A term's weight is its idf times its count in the query: each occurrence adds its term
+    score, as in Lucene's BM25."""
     n, total = rows[0][2], rows[0][3]
-    idfs = [qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _, qtf in rows]
+    idfs = [qtf * math.log(1 + (n - df + 0.5) / (df + 0.5)) for _, df, _, _, qtf, *_ in rows]
     return [r[0] for r in rows], idfs, max(total / n, 1.0) if n else 1.0
 
 
@@ -171,7 +172,8 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     terms, idfs, avg_len = bm25_weights(rows)
     _, fparams = queries.filter_clause(filters)
     params: dict[str, Any] = {**fparams, "collection_id": collection_id, "terms": terms, "idfs": idfs,
-                              "avg_len": avg_len, "limit": limit}
+                              "avg_len": avg_len, "limit": limit, "posted": [int(r[5]) for r in rows],
+                              "state": State(created=rows[0][8], rewrites=int(rows[0][7]), upto=int(rows[0][6]))}
     mode = "blocks"
     if not filters.empty:
         if matching is None:
@@ -180,28 +182,70 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
     return LexicalPlan(mode, params, sql.SQL(queries.LEXICAL_BLOCKS))  # type: ignore[arg-type]
 
 
-def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan) -> tuple[np.ndarray | None, np.ndarray]:
+def _decoded(rows: Any) -> dict[str, Postings]:
+    return {str(term): Postings(*blocks.decode_native(o, t, n)) for term, o, t, n in rows}
+
+
+def term_postings(conn: psycopg.Connection[Any], plan: LexicalPlan, cache: PostingsCache | None = None,
+                  tenant: str | None = None) -> dict[str, Postings]:
+    """Each query term's postings below the next ordinal the plan's statistics read (none at or past it exists in
+    their state): from `cache` where it keeps the term still valid (plus the blocks written since), else read from
+    its blocks (and kept, for a term with enough postings). One statement for the terms read whole, one for those
+    grown since they were kept."""
+    p = plan.params
+    state: State = p["state"]
+    keeping = cache if cache is not None and tenant is not None and cache.max_bytes > 0 else None
+    kept_terms = {t for t, n in zip(p["terms"], p["posted"], strict=True) if keeping and keeping.keeps(n)}
+    got: dict[str, Postings] = {}
+    whole: list[str] = []
+    grown: dict[str, tuple[Postings, int]] = {}
+    for term in p["terms"]:
+        kept, since = (None, None) if keeping is None or term not in kept_terms else \
+            keeping.lookup((str(tenant), p["collection_id"], term), state)
+        if kept is None:
+            whole.append(term)
+        elif since is None:
+            got[term] = kept
+        else:
+            grown[term] = (kept, since)
+    with conn.cursor(binary=True) as cur:
+        if whole:
+            read = _decoded(cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": p["collection_id"],
+                                                                 "terms": whole}))
+            got.update((term, postings.below(state.upto)) for term, postings in read.items())
+        if grown:
+            terms = sorted(grown)
+            added = _decoded(cur.execute(queries.LEXICAL_BLOCKS_SINCE, {
+                "collection_id": p["collection_id"], "terms": terms, "since": [grown[t][1] for t in terms]}))
+            for term in terms:
+                kept, at = grown[term]
+                more = added.get(term)
+                got[term] = kept if more is None else kept.then(more.between(at, state.upto))
+    if keeping is not None:
+        for term in sorted(kept_terms & (set(whole) | set(grown))):
+            if term in got:
+                keeping.put((str(tenant), p["collection_id"], term), state, got[term])
+        missed = len(kept_terms & set(whole))
+        keeping.count(hits=len(kept_terms) - missed - len(grown), grown=len(grown), misses=missed)
+    return got
+
+
+def bm25_scores(conn: psycopg.Connection[Any], plan: LexicalPlan, cache: PostingsCache | None = None,
+                tenant: str | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """(ords, sums): the BM25 score of every ordinal holding any of the query's terms, not yet rounded (Scores
     rounds the ones it hands out). Dense when ordinals are (ragd hands them out from 0): ords is None and sums is
     indexed by ordinal, 0 where no term occurs; else ords (ascending) and their sums. Postings of retired chunks are
-    scored too: mapping ordinals back to active chunks drops them. Terms are summed rarest first, blocks in ordinal
-    order: the same sums every time."""
+    scored too: mapping ordinals back to active chunks drops them. Terms are summed rarest first: the same sums
+    every time, whether a term's postings were kept (`cache`, for `tenant`) or read."""
     p = plan.params
-    rank = {term: i for i, term in enumerate(p["terms"])}
-    with conn.cursor(binary=True) as cur:
-        rows = sorted(cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": p["collection_id"],
-                                                           "terms": p["terms"]}), key=lambda r: rank[r[0]])
-    if not rows:
+    got = term_postings(conn, plan, cache, tenant)
+    present = [(i, got[term]) for i, term in enumerate(p["terms"]) if term in got and len(got[term].ords)]
+    if not present:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    ords, tf, length = blocks.decode(b"".join(r[1] for r in rows), b"".join(r[2] for r in rows),
-                                     b"".join(r[3] for r in rows))
-    # weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)), in place
-    length *= BM25_K1 * BM25_B / p["avg_len"]
-    length += BM25_K1 * (1 - BM25_B)
-    length += tf
-    parts = tf * (BM25_K1 + 1)
-    parts /= length
-    parts *= np.repeat(np.array([p["idfs"][rank[r[0]]] for r in rows]), [len(r[1]) // 4 for r in rows])
+    ords = np.concatenate([q.ords for _, q in present]).astype(np.int64)
+    # weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)): each term's normalised tfs (kept with
+    # its postings while the average length stays) times its weight
+    parts = np.concatenate([q.normalised(p["avg_len"], BM25_K1, BM25_B) * p["idfs"][i] for i, q in present])
     if not (len(ords) == 0 or (ords.min() >= 0 and parts.min() > 0 and np.isfinite(parts.sum()))):
         # Rows a tenant wrote by hand through its own SQL session may hold anything: negative ordinals and parts
         # that are not finite positive numbers are dropped, so they cannot fail the search or poison a sum.
@@ -243,7 +287,8 @@ def best_sums(sums: np.ndarray, take: int, positive: int) -> np.ndarray:
 
 def lexical_leg(
     conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, query: str, limit: int, filters: Filters,
-    matching: int | None = None, filtered_first: int = FILTERED_FIRST,
+    matching: int | None = None, filtered_first: int = FILTERED_FIRST, cache: PostingsCache | None = None,
+    tenant: str | None = None,
 ) -> list[Candidate]:
     """Top `limit` by BM25 (k1 1.2, b 0.75) over the active chunks that pass the filters; exact: every posting of
     the query's terms is scored, and the best are mapped back to active chunks until `limit` of them (and every
@@ -252,7 +297,7 @@ def lexical_leg(
                         matching=matching, filtered_first=filtered_first)
     if plan.statement is None:
         return []
-    ords, sums = bm25_scores(conn, plan)
+    ords, sums = bm25_scores(conn, plan, cache, tenant)
     if plan.mode == "blocks, filter first":
         allowed = np.array([r[0] for r in conn.execute(queries.filtered_ords_sql(filters), plan.params)],
                            dtype=np.int64)

@@ -623,17 +623,19 @@ WHERE s.collection_id = %(collection_id)s
 GROUP BY s.n_chunks"""
 
 # The query's terms with how often the query says each (qtf: a term repeated counts as often as it is said, as in
-# Lucene, where each occurrence is a clause of its own), their document frequency and the collection's statistics.
+# Lucene, where each occurrence is a clause of its own), their document frequency and postings, the collection's
+# statistics, and what says which postings kept from an earlier read still hold (retrieve/postings.py): the next
+# ordinal, the count of compactions' rewrites and when the collection was made.
 LEXICAL_TERM_STATS = """
 WITH q AS (SELECT t.lexeme AS term, COALESCE(cardinality(t.positions), 1) AS qtf
            FROM unnest(to_tsvector('english', %(query)s)) t)
-SELECT q.term, lt.df, s.n_chunks, s.total_len, q.qtf
+SELECT q.term, lt.df, s.n_chunks, s.total_len, q.qtf, lt.posted, s.next_ord, s.rewrites, c.created_at
 FROM q CROSS JOIN LATERAL (  -- one key lookup per query term, whatever the statistics say (LIMIT keeps it a
                              -- lookup: a collection just written, not yet analysed, was hash-joined whole, 25 ms
                              -- at 41k terms)
-    SELECT lt.df FROM lexical_terms lt
+    SELECT lt.df, lt.posted FROM lexical_terms lt
     WHERE lt.collection_id = %(collection_id)s AND lt.term = q.term AND lt.df > 0 LIMIT 1) lt
-CROSS JOIN lexical_stats s
+CROSS JOIN lexical_stats s JOIN collections c ON c.collection_id = s.collection_id
 WHERE s.collection_id = %(collection_id)s
 ORDER BY lt.df, q.term"""
 
@@ -661,6 +663,15 @@ SELECT term, string_agg(ords, ''::bytea ORDER BY first_ord), string_agg(tfs, '':
        string_agg(lens, ''::bytea ORDER BY first_ord)
 FROM lexical_blocks WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
 GROUP BY term"""
+# The blocks of terms whose postings a process keeps, written since it last read them: those starting at or past
+# the next ordinal of that read (every block written since starts there, unless a compaction rewrote some, which
+# the rewrites count tells).
+LEXICAL_BLOCKS_SINCE = """
+SELECT b.term, string_agg(b.ords, ''::bytea ORDER BY b.first_ord), string_agg(b.tfs, ''::bytea ORDER BY b.first_ord),
+       string_agg(b.lens, ''::bytea ORDER BY b.first_ord)
+FROM unnest(%(terms)s::text[], %(since)s::integer[]) AS q(term, since)
+JOIN lexical_blocks b ON b.collection_id = %(collection_id)s AND b.term = q.term AND b.first_ord >= q.since
+GROUP BY b.term"""
 
 
 def chunks_by_ord_sql(filters: Filters) -> sql.Composed:
