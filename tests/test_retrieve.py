@@ -9,6 +9,7 @@ import random
 import uuid
 
 import numpy as np
+import psycopg
 import pytest
 from psycopg import sql
 
@@ -110,6 +111,30 @@ def test_ef_search_grows_as_the_square_root_of_the_collection_past_its_threshold
             assert legs[0]["leg"] == f"vector (hnsw, ef_search {want})", grow_from
         finally:
             client.close()
+
+
+def test_the_breadth_set_in_sql_is_ef_search_at_for_every_size(client: ragd.Ragd, big: ragd.Collection) -> None:
+    """The vector leg sets ef_search in the statement that reads the collection's size: the same number as
+    ef_search_at (the same float8 operations), at least the scan's limit, for sizes around and far past the
+    threshold (the statistics' count set by hand in a transaction that is rolled back)."""
+    from ragd.store import queries
+
+    rng = random.Random(5)
+    sizes = [0, 1, 7, 62_499, 62_500, 62_501, 100_000, 999_999, 1_000_000, 1_163_038, 4_000_000, 10**8, 2**31 - 1]
+    sizes += [rng.randrange(1, 10**7) for _ in range(200)]
+    with client.store.admin() as conn:
+        for n in sizes:
+            conn.execute("UPDATE lexical_stats SET n_chunks = %s WHERE collection_id = %s", (n, big.collection_id))
+            for ef, grow, limit in ((100, 62_500, 20), (40, 1, 60), (7, 3, 5), (1000, 62_500, 10), (100, 0, 20),
+                                    (1, 13, 500)):
+                conn.execute(queries.SET_HNSW_SCAN, {"collection_id": big.collection_id, "limit": limit, "ef": ef,
+                                                     "grow": grow, "iterative": n % 2 == 0})
+                got = int(conn.execute("SHOW hnsw.ef_search").fetchone()[0])
+                assert got == max(ef_search_at(ef, n, grow), limit), (n, ef, grow, limit)
+                assert conn.execute("SHOW hnsw.iterative_scan").fetchone()[0] == \
+                    ("relaxed_order" if n % 2 == 0 else "off")
+                conn.execute("RESET hnsw.iterative_scan")
+        raise psycopg.Rollback()  # the statistics as they were
 
 
 def test_a_halfvec_collection_walks_a_half_precision_index_and_scores_at_full_precision(

@@ -90,13 +90,9 @@ def prepare_vector_scan(conn: psycopg.Connection[Any], *, collection_id: uuid.UU
             matching = count_matching(conn, collection_id=collection_id, filters=filters,
                                       cap=max(exact_threshold, limit) + 1)
         exact = (matching or 0) <= exact_threshold
-    if not exact:
-        if ef_grow_from:
-            row = conn.execute(queries.CHUNK_COUNT, {"collection_id": collection_id}).fetchone()
-            ef_search = ef_search_at(ef_search, int(row[0]) if row else 0, ef_grow_from)
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, limit))))
-        if not filters.empty:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    if not exact:  # (ef_search_at, for the collection's size, in the statement that sets it)
+        conn.execute(queries.SET_HNSW_SCAN, {"collection_id": collection_id, "limit": limit, "ef": ef_search,
+                                             "grow": ef_grow_from, "iterative": not filters.empty})
     return exact, matching
 
 
