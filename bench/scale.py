@@ -365,6 +365,9 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
                 sink.append((time.perf_counter() - t) * 1000)
         print(f"{name:<16} {pct(cold, 50):9.1f} {pct(cold, 95):8.1f} {pct(cold, 99):8.1f} | "
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
+    kept = col.client.postings.info
+    print(f"postings kept in the process (RAGD_LEXICAL_CACHE_MB {client.settings.lexical_cache_mb}): {kept.terms} "
+          f"terms, {kept.bytes / 2**20:.0f} MB; terms served whole {kept.hits}, grown {kept.grown}, read {kept.misses}")
     texts, qrels = judged
     recall_sets = {"drawn": asked, "judged": sorted(texts.values())[:len(asked)]}
     qvecs = {q: col.embedder.embed_query(q) for qs in recall_sets.values() for q in qs}
