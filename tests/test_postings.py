@@ -149,8 +149,9 @@ def test_scores_are_the_formula_over_every_block_bit_for_bit_read_or_kept(
                     rows = sorted(cur.execute(queries.LEXICAL_BLOCKS, {"collection_id": col.collection_id,
                                                                        "terms": p["terms"]}),
                                   key=lambda r: rank[r[0]])
-            ords, tf, length = blocks.decode(b"".join(r[1] for r in rows), b"".join(r[2] for r in rows),
-                                             b"".join(r[3] for r in rows))
+            ords, tfs, lens = blocks.decode(b"".join(r[1] for r in rows), b"".join(r[2] for r in rows),
+                                            b"".join(r[3] for r in rows))
+            tf, length = tfs.astype(np.float64), lens.astype(np.float64)
             length *= legs.BM25_K1 * legs.BM25_B / p["avg_len"]
             length += legs.BM25_K1 * (1 - legs.BM25_B)
             length += tf

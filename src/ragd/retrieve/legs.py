@@ -179,7 +179,7 @@ def plan_lexical(conn: psycopg.Connection[Any], *, collection_id: uuid.UUID, que
 
 
 def _decoded(rows: Any) -> dict[str, Postings]:
-    return {str(term): Postings(*blocks.decode_native(o, t, n)) for term, o, t, n in rows}
+    return {str(term): Postings(*blocks.decode(o, t, n)) for term, o, t, n in rows}
 
 
 def term_postings(conn: psycopg.Connection[Any], plan: LexicalPlan, cache: PostingsCache | None = None,

@@ -27,13 +27,8 @@ _LEN = np.dtype(">i4")
 
 
 def decode(ords: bytes, tfs: bytes, lens: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A block's (or several concatenated blocks') ordinals, term frequencies and lengths, as int64 and floats."""
-    return (np.frombuffer(ords, _ORD).astype(np.int64), np.frombuffer(tfs, _TF).astype(np.float64),
-            np.frombuffer(lens, _LEN).astype(np.float64))
-
-
-def decode_native(ords: bytes, tfs: bytes, lens: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The same as int32, int16 and int32 in the machine's byte order: 10 bytes a posting, to keep."""
+    """A block's (or several concatenated blocks') ordinals, term frequencies and lengths, as int32, int16 and int32
+    in the machine's byte order (10 bytes a posting, as search keeps them)."""
     return (np.frombuffer(ords, _ORD).astype(np.int32), np.frombuffer(tfs, _TF).astype(np.int16),
             np.frombuffer(lens, _LEN).astype(np.int32))
 
