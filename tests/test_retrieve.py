@@ -123,6 +123,9 @@ def test_the_breadth_set_in_sql_is_ef_search_at_for_every_size(client: ragd.Ragd
     sizes = [0, 1, 7, 62_499, 62_500, 62_501, 100_000, 999_999, 1_000_000, 1_163_038, 4_000_000, 10**8, 2**31 - 1]
     sizes += [rng.randrange(1, 10**7) for _ in range(200)]
     with client.store.admin() as conn:
+        # pgvector's library loaded in this session (a cast does it), so hnsw.iterative_scan is its setting, 'off'
+        # when reset; before that it is a placeholder that resets to '' (the test alone on a new connection)
+        conn.execute("SELECT '[1]'::vector")
         for n in sizes:
             conn.execute("UPDATE lexical_stats SET n_chunks = %s WHERE collection_id = %s", (n, big.collection_id))
             for ef, grow, limit in ((100, 62_500, 20), (40, 1, 60), (7, 3, 5), (1000, 62_500, 10), (100, 0, 20),
@@ -179,6 +182,45 @@ def test_a_halfvec_collection_walks_a_half_precision_index_and_scores_at_full_pr
     finally:
         full.close()
     assert client.collection(name + "d").vector_type == "halfvec"  # the default for new ones
+
+
+def test_a_collections_hnsw_breadth_is_pinned_at_creation_through_inserts_and_rebuilds(
+        settings: Settings, name: str) -> None:
+    """RAGD_HNSW_EF_CONSTRUCTION: the new collection's graph is built at it (pgvector keeps it with the index, so
+    later inserts link at it too); a client configured otherwise opens the collection as it was made, rebuilds a
+    lost index at the collection's breadth, and makes its own new collections at its own."""
+    from ragd.store import queries
+
+    def breadth(client: ragd.Ragd, col: ragd.Collection) -> list[str]:
+        with client.store.admin() as conn:
+            row = conn.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
+                               (queries.hnsw_index_name(col.collection_id),)).fetchone()
+        return sorted(row[0]) if row else []
+
+    wide = ragd.connect(settings=settings.model_copy(update={"hnsw_ef_construction": 128}))
+    narrow = ragd.connect(settings=settings.model_copy(update={"hnsw_ef_construction": 40}))
+    try:
+        col = wide.collection(name)
+        assert col.ingest(documents=corpus(300)).count("ingested") == 300
+        assert (col.ef_construction, breadth(wide, col)) == (128, ["ef_construction=128", "m=16"])
+        again = narrow.collection(name)
+        assert again.ef_construction == 128  # pinned
+        with narrow.store.maintenance() as conn:  # the index lost (as a killed build leaves none valid)
+            conn.execute(queries.drop_hnsw_index(col.collection_id))
+        assert again.ingest(documents=[{"id": "late", "text": "record late alpha item9999."}]).count("ingested") == 1
+        assert breadth(narrow, again) == ["ef_construction=128", "m=16"]  # rebuilt at the collection's breadth
+        exact = [h.chunk_id for h in again.search("kilo lima mike", k=10, fusion="vector", exact=True)]
+        assert len(set(exact) & {h.chunk_id for h in again.search("kilo lima mike", k=10, fusion="vector")}) >= 9
+        other = narrow.collection(name + "n")
+        other.ingest(documents=corpus(50))
+        assert (other.ef_construction, breadth(narrow, other)) == (40, ["ef_construction=40", "m=16"])
+        listed = {c["name"]: c["hnsw_ef_construction"] for c in narrow.collections()}
+        assert (listed[name], listed[name + "n"]) == (128, 40)
+        with pytest.raises(ValueError, match="hnsw_ef_construction"):
+            Settings(hnsw_ef_construction=16)  # pgvector needs at least 2 m
+    finally:
+        wide.close()
+        narrow.close()
 
 
 def test_hybrid_carries_both_legs(big: ragd.Collection) -> None:

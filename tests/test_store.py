@@ -66,8 +66,13 @@ def test_migrations_apply_from_empty_and_are_idempotent(fresh_database: str, set
         store.close()
 
 
+# Migration 28 undone: the collections' pinned HNSW breadth
+UNDO_28 = """
+ALTER TABLE collections DROP COLUMN hnsw_ef_construction;
+DELETE FROM schema_migrations WHERE version = 28;
+"""
 # Migration 27 undone: the compactions' count of rewrites (its block replacement is migration 25's again)
-UNDO_27 = """
+UNDO_27 = UNDO_28 + """
 ALTER TABLE lexical_stats DROP COLUMN rewrites;
 DELETE FROM schema_migrations WHERE version = 27;
 """
@@ -147,7 +152,7 @@ def test_a_store_written_before_migration_21_moves_its_postings_into_blocks_and_
             asked = ["volcano ash", "rainfall crop yields", "sample 21", "withdrawn review", "report report 17"]
             old = {q: conn.execute(OLD_BM25, {"query": q, "c": col.collection_id}).fetchall() for q in asked}
         assert postings > 300 * 8 and all(old.values())
-        assert store.migrate() == [21, 25, 27]
+        assert store.migrate() == [21, 25, 27, 28]
         with store.admin() as conn:
             assert conn.execute("SELECT sum(n), max(n) FROM lexical_blocks").fetchone() == (postings, 128)
             assert conn.execute("SELECT to_regclass('lexical_postings')").fetchone() == (None,)
@@ -214,7 +219,7 @@ def test_a_store_written_before_migration_25_counts_each_terms_blocks_and_compac
             conn.execute(BACK_TO_24.replace("{replace_blocks}", found.group(0)))
             old = [r[0] for r in conn.execute(OLD_TERMS_TO_COMPACT, {"c": col.collection_id})]
         assert {"river", "level", "gaug", "rainfal"} <= set(old)  # partial blocks of three runs, a retired posting
-        assert store.migrate() == [25, 27]
+        assert store.migrate() == [25, 27, 28]
         with store.admin() as conn:
             now = [r[0] for r in conn.execute(queries.TERMS_TO_COMPACT, {
                 "collection_id": col.collection_id, "after": "", "limit": 10**6})]
@@ -271,7 +276,7 @@ def test_a_store_written_before_migration_27_counts_its_rewrites_and_answers_the
         with store.admin() as conn:
             stored = conn.execute(blocks, (col.collection_id,)).fetchone()
             conn.execute(UNDO_27 + found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
-        assert store.migrate() == [27]
+        assert store.migrate() == [27, 28]
         rewrites = "SELECT rewrites FROM lexical_stats WHERE collection_id = %s"
         with store.admin() as conn:
             assert conn.execute(blocks, (col.collection_id,)).fetchone() == stored
@@ -291,6 +296,48 @@ def test_a_store_written_before_migration_27_counts_its_rewrites_and_answers_the
         finally:
             plain.close()
     finally:
+        rag.close()
+
+
+def test_a_store_written_before_migration_28_keeps_its_graphs_breadth_and_answers_the_same(
+        fresh_database: str, settings: Settings) -> None:
+    """A store in migration 27's layout (a collection whose graph pgvector built at its default breadth) migrates to
+    collections that pin their HNSW breadth: the collection reads 64, its index and rows are untouched, searches
+    answer as before, and a lost index is rebuilt at 64 even by a client configured wider for new collections."""
+    old = settings.model_copy(update={"hnsw_ef_construction": 64})  # pgvector's default, as every graph before 28
+    store = Store(fresh_database, settings=old)
+    rag = Ragd(store, old, None)
+    wide = settings.model_copy(update={"hnsw_ef_construction": 200})
+    later = Ragd(Store(fresh_database, settings=wide), wide, None)
+    try:
+        col = rag.collection("breadth-upgraded")
+        col.ingest(documents=[{"id": f"d{i}", "text": f"Kiln {i} fired glaze batch {i % 7} at cone {i % 11}."}
+                              for i in range(120)])
+        asked = ["glaze batch 3", "kiln 17 cone", "cone 5 glaze"]
+
+        def answers(c: ragd.Collection) -> dict[str, list[tuple[str, float]]]:
+            return {q: [(h.external_id, h.score) for h in c.search(q, k=8)] for q in asked}
+
+        before = answers(col)
+        index = ("SELECT c.reloptions, pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = %s")
+        name = queries.hnsw_index_name(col.collection_id)
+        with store.admin() as conn:
+            built = conn.execute(index, (name,)).fetchone()
+            conn.execute(UNDO_28)
+        assert store.migrate() == [28]
+        with store.admin() as conn:
+            assert conn.execute(index, (name,)).fetchone() == built
+            assert conn.execute("SELECT hnsw_ef_construction FROM collections").fetchall() == [(64,)]
+        upgraded = later.collection("breadth-upgraded")
+        assert upgraded.ef_construction == 64 and answers(upgraded) == before
+        with store.maintenance() as conn:
+            conn.execute(queries.drop_hnsw_index(col.collection_id))
+        upgraded.ingest(documents=[{"id": "late", "text": "Kiln 999 cooled."}])
+        with store.admin() as conn:
+            assert sorted(conn.execute(index, (name,)).fetchone()[0]) == ["ef_construction=64", "m=16"]
+        assert later.collection("breadth-new").ef_construction == 200
+    finally:
+        later.close()
         rag.close()
 
 

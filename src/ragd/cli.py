@@ -938,9 +938,10 @@ def collections_list(tenant: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"collections": items})
         return
-    print_table(("name", "model", "dims", "index", "documents", "chunks", "created"),
-                ((c["name"], c["embed_model"], str(c["embed_dims"]), c["vector_type"], str(c["documents"]),
-                  str(c["chunks"]), c["created_at"].strftime("%Y-%m-%d %H:%M:%S")) for c in items))
+    print_table(("name", "model", "dims", "index (type, ef_construction)", "documents", "chunks", "created"),
+                ((c["name"], c["embed_model"], str(c["embed_dims"]),
+                  f"{c['vector_type']} ef {c['hnsw_ef_construction']}", str(c["documents"]), str(c["chunks"]),
+                  c["created_at"].strftime("%Y-%m-%d %H:%M:%S")) for c in items))
 
 
 # -- API keys and the server --------------------------------------------------------------------------

@@ -208,7 +208,8 @@ class Ragd:
         col_policy = ChunkPolicy(**{k: int(v) for k, v in stored.items() if k in ChunkPolicy.__dataclass_fields__})
         return Collection(self, tenant=tenant, name=name, collection_id=row["collection_id"],
                           embed_model=model, dims=dims, embedder=embedder, policy=col_policy,
-                          vector_type=str(row.get("vector_type") or "vector"))
+                          vector_type=str(row.get("vector_type") or "vector"),
+                          ef_construction=int(row.get("hnsw_ef_construction") or 64))
 
     def run(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of the tenant, in any collection, with every item."""
@@ -285,7 +286,8 @@ class Ragd:
             conn.execute(queries.CREATE_COLLECTION, {
                 "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
                 "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict()),
-                "vector_type": self.settings.vector_type})
+                "vector_type": self.settings.vector_type,
+                "hnsw_ef_construction": self.settings.hnsw_ef_construction})
             conn.execute(queries.INIT_LEXICAL_STATS, {"collection_id": cid, "tenant_id": tenant})
 
     def collections(self, tenant: str | None = None) -> list[dict[str, Any]]:
@@ -347,6 +349,7 @@ class Collection:
     embedder: Embedder
     policy: ChunkPolicy
     vector_type: str = "vector"  # the HNSW index's precision: vector (float4) or halfvec (pinned at creation)
+    ef_construction: int = 64  # the HNSW graph's breadth at every insert and rebuild (pinned at creation)
 
     @property
     def store(self) -> Store:
@@ -382,9 +385,10 @@ class Collection:
                     return False  # another process is building it
                 if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
                     conn.execute(queries.drop_hnsw_index(self.collection_id))
-                self.store.build_hnsw_index(
-                    conn, queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims, self.vector_type),
-                    queries.drop_hnsw_index(self.collection_id), lambda: self._graph_bytes(conn))
+                index = queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims, self.vector_type,
+                                                  self.ef_construction)
+                self.store.build_hnsw_index(conn, index, queries.drop_hnsw_index(self.collection_id),
+                                            lambda: self._graph_bytes(conn))
         return True
 
     def _graph_bytes(self, conn: Any) -> int:

@@ -68,9 +68,10 @@ INSERT INTO tenants (tenant_id, name) VALUES (%(tenant_id)s, %(tenant_id)s)
 ON CONFLICT (tenant_id) DO NOTHING"""
 
 CREATE_COLLECTION = """
-INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, vector_type)
+INSERT INTO collections (collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, vector_type,
+                         hnsw_ef_construction)
 VALUES (%(collection_id)s, %(tenant_id)s, %(name)s, %(embed_model)s, %(embed_dims)s, %(chunk_policy)s,
-        %(vector_type)s)
+        %(vector_type)s, %(hnsw_ef_construction)s)
 ON CONFLICT (tenant_id, name) DO NOTHING"""
 
 INIT_LEXICAL_STATS = """
@@ -78,11 +79,12 @@ INSERT INTO lexical_stats (collection_id, tenant_id) VALUES (%(collection_id)s, 
 ON CONFLICT (collection_id, tenant_id) DO NOTHING"""
 
 GET_COLLECTION = """
-SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at, vector_type
+SELECT collection_id, tenant_id, name, embed_model, embed_dims, chunk_policy, generation, created_at, vector_type,
+       hnsw_ef_construction
 FROM collections WHERE name = %(name)s"""
 
 LIST_COLLECTIONS = """
-SELECT c.name, c.embed_model, c.embed_dims, c.vector_type, c.created_at,
+SELECT c.name, c.embed_model, c.embed_dims, c.vector_type, c.hnsw_ef_construction, c.created_at,
        (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS documents,
        (SELECT count(*) FROM chunks k WHERE k.collection_id = c.collection_id AND k.is_active) AS chunks,
        (SELECT coalesce(sum(k.token_count), 0) FROM chunks k
@@ -113,16 +115,17 @@ def _index_literals(collection_id: uuid.UUID, embed_model: str, dims: int,
             "type": sql.SQL(vector_type), "ops": sql.SQL(VECTOR_TYPES[vector_type])}
 
 
-def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int,
-                      vector_type: str = "vector") -> sql.Composed:
+def create_hnsw_index(collection_id: uuid.UUID, embed_model: str, dims: int, vector_type: str = "vector",
+                      ef_construction: int = 64) -> sql.Composed:
     """A partial HNSW cosine index over one collection's active embeddings, at its dimensions and precision
-    (`halfvec`: the vectors cast to half precision). Built concurrently (outside a transaction): other tenants keep
-    writing to chunk_embeddings while it builds."""
+    (`halfvec`: the vectors cast to half precision) and its graph's breadth (ef_construction: pgvector keeps it
+    with the index, and every later insert links its vector at it). Built concurrently (outside a transaction):
+    other tenants keep writing to chunk_embeddings while it builds."""
     return sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunk_embeddings "
-        "USING hnsw ((embedding::{type}({dims})) {ops}) WITH (m = 16, ef_construction = 64) "
+        "USING hnsw ((embedding::{type}({dims})) {ops}) WITH (m = 16, ef_construction = {efc}) "
         "WHERE collection_id = {cid} AND embed_model = {model} AND is_active"
-    ).format(name=sql.Identifier(hnsw_index_name(collection_id)),
+    ).format(name=sql.Identifier(hnsw_index_name(collection_id)), efc=sql.Literal(int(ef_construction)),
              **_index_literals(collection_id, embed_model, dims, vector_type))
 
 
