@@ -103,8 +103,9 @@ class Settings(BaseSettings):
     # rows and every score stay float4) or vector (float4)
     vector_type: Literal["vector", "halfvec"] = "halfvec"
     # the breadth a new collection's HNSW graph is built and grown at (pgvector's ef_construction; pinned at
-    # creation): how many candidates each insert weighs when it links a vector in. Recall@10 against exact search
-    # at 1M chunks (bench/scale.py, ef_search 401): 0.926 at 64, 0.962 at 128
+    # creation): how many candidates each insert weighs when it links a vector in. At 1M chunks (bench/scale.py,
+    # ef_search 401) a graph built whole reads recall@10 0.957 at 64, 0.962 at 128, and 128 inserts at 0.77 of
+    # 64's rate
     hnsw_ef_construction: int = Field(default=64, ge=32, le=1000)
     # an ingest run ends by compacting the collection's BM25 blocks once ingest has written this many since the last
     # compaction (a batch writes one per term it holds; 0: only `ragd compact` compacts)
