@@ -319,7 +319,7 @@ def test_a_store_written_before_migration_28_keeps_its_graphs_breadth_and_answer
             return {q: [(h.external_id, h.score) for h in c.search(q, k=8)] for q in asked}
 
         before = answers(col)
-        index = ("SELECT c.reloptions, pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = %s")
+        index = "SELECT c.reloptions, pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = %s"
         name = queries.hnsw_index_name(col.collection_id)
         with store.admin() as conn:
             built = conn.execute(index, (name,)).fetchone()

@@ -209,7 +209,7 @@ class Ragd:
         return Collection(self, tenant=tenant, name=name, collection_id=row["collection_id"],
                           embed_model=model, dims=dims, embedder=embedder, policy=col_policy,
                           vector_type=str(row.get("vector_type") or "vector"),
-                          ef_construction=int(row.get("hnsw_ef_construction") or 64))
+                          ef_construction=int(row["hnsw_ef_construction"]))  # NOT NULL since migration 28
 
     def run(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """One ingestion run (id or unique prefix) of the tenant, in any collection, with every item."""
