@@ -411,14 +411,14 @@ def test_a_store_written_before_migration_24_moves_its_band_keys_into_the_signat
 def test_the_embedded_server_sizes_its_buffers_to_the_machine(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Shared buffers are a quarter of memory, 512 MB to 8 GB (an HNSW graph that does not fit is read from the OS
     page by page on every insert), and the planner is told half of memory is cache; checkpoints come every 15
-    minutes or a 32nd of the disk's size of WAL (2 to 16 GB); a server started here runs with this machine's."""
+    minutes or a 16th of the disk's size of WAL (2 to 16 GB); a server started here runs with this machine's."""
     disk = 256 << 30
     assert [embedded.settings(g << 30, disk)["shared_buffers"] for g in (1, 2, 8, 24, 64)] == [
         "512MB", "512MB", "2GB", "6GB", "8GB"]
     assert embedded.settings(24 << 30, disk)["effective_cache_size"] == "12GB"
     assert embedded.settings((24 << 30) - (300 << 20), disk)["shared_buffers"] == "6016MB"  # in steps of 128 MB
     assert [embedded.settings(24 << 30, g << 30)["max_wal_size"] for g in (20, 100, 252, 1000)] == [
-        "2GB", "3GB", "7GB", "16GB"]  # a 32nd of the disk, 2 to 16 GB
+        "2GB", "6GB", "15GB", "16GB"]  # a 16th of the disk, 2 to 16 GB
     wanted = embedded.settings(embedded.memory(), embedded.disk(tmp_path))
     url = embedded.start(tmp_path / "pgdata")
     try:
