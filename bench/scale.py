@@ -1,6 +1,6 @@
 """Scale: ingest rate as a collection grows to a million chunks, table sizes, memory, and search latency per plan.
 
-    python bench/scale.py [--sizes 100000,300000,1000000] [--home DIR] [--queries 200] [--step 20000]
+    python bench/scale.py [--sizes 100000,300000,1000000] [--home DIR] [--queries 200] [--step 20000] [--sample N]
 
 Corpus: documents of real sentences (SciFact abstracts and SQuAD paragraphs, split into sentences and drawn again
 with a seeded generator per document: a sentence and 1 to 8 of its 32 nearest, so each document is about one
@@ -18,24 +18,30 @@ stopped (or skips it). `--bulk` loads a new collection in one run, as a user loa
 built once at its end), and measures the rate of adding --step documents to it at each size, --steps times
 (2: the first step after a server start reads what the buffers lack, the next one is the steady rate).
 
-Printed per size: the ingest rate of each 100k documents added; the sizes of the chunks, embeddings and postings
-tables with their indexes; peak memory of this process and of the PostgreSQL server; search p50/p95/p99 per plan
-(vector, lexical, weighted, weighted+rerank), cold (each query's first run after the build) and warm (its second);
-HNSW recall@10 against exact search per ef_search, the one the plans use at that size among them (with
---compare, also for an index of the other vector type built beside it over the same rows, and both sizes); and
-SciFact's nDCG@10 (lexical, weighted) on the judged queries, which must hold as the collection grows around them.
+Printed per size: the ingest rate of each 100k documents added, and the WAL each ingest call wrote (bytes and
+whole-page images: a page's first change after a checkpoint logs it whole); with `--sample N`, the N statements
+(and wait events) the server's backends spent each call on, sampled from pg_stat_activity; the sizes of the
+chunks, embeddings and postings tables with their indexes; peak memory of this process and of the PostgreSQL
+server; search p50/p95/p99 per plan (vector, lexical, weighted, weighted+rerank), cold (each query's first run
+after the build) and warm (its second); HNSW recall@10 against exact search per ef_search, the one the plans use
+at that size among them (with --compare, also for an index of the other vector type built beside it over the
+same rows, and both sizes); and SciFact's nDCG@10 (lexical, weighted) on the judged queries, which must hold as
+the collection grows around them.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gc
 import json
 import random
 import re
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -240,6 +246,9 @@ def main() -> None:
     parser.add_argument("--vectors", choices=("bge-mix", "hash"), default="bge-mix")
     parser.add_argument("--vector-type", choices=("halfvec", "vector"), default="halfvec",
                         help="the collection's vector type (halfvec is ragd's default for new collections)")
+    parser.add_argument("--sample", type=int, default=0, metavar="N",
+                        help="sample what the server's backends run during each ingest step (pg_stat_activity every "
+                             "20 ms) and print the N statements and wait events that took most of it")
     parser.add_argument("--compare", action="store_true",
                         help="also build an HNSW index of the other vector type over the same rows and measure it")
     args = parser.parse_args()
@@ -277,16 +286,20 @@ def main() -> None:
                 stop = min(size, have + args.step)
                 if args.bulk and have < size - args.steps * args.step:
                     stop = size - args.steps * args.step
-                t = time.perf_counter()
-                report = col.ingest(documents=documents(pool, have, stop))
-                seconds = time.perf_counter() - t
+                with wal_written(client.store.url) as wal, sampled(client.store.url, args.sample) as tally:
+                    t = time.perf_counter()
+                    report = col.ingest(documents=documents(pool, have, stop))
+                    seconds = time.perf_counter() - t
                 server_peak = max(server_peak, server_rss_mb(pgdata))
+                written = f"WAL {wal[0] / 2**30:.2f} GB, {wal[1]} page images"
                 if stop - have > args.step:  # a bulk load: its own line, not a step of the growth curve
                     print(f"  bulk load of {stop - have} documents ({report.chunks} chunks) in one run: "
-                          f"{seconds:.0f} s, {(stop - have) / seconds:.0f} documents/s", flush=True)
+                          f"{seconds:.0f} s, {(stop - have) / seconds:.0f} documents/s; {written}", flush=True)
                 else:
                     marks.append((stop, (stop - have) / seconds, report.chunks))
-                    print(f"  built {stop:>8} documents: {marks[-1][1]:7.0f} documents/s this step", flush=True)
+                    print(f"  built {stop:>8} documents: {marks[-1][1]:7.0f} documents/s this step; {written}",
+                          flush=True)
+                print_sampled(tally, seconds, args.sample)
                 have = stop
             if marks:
                 per_100k = _per_100k(marks)
@@ -304,6 +317,63 @@ def main() -> None:
             server_peak = max(server_peak, server_rss_mb(pgdata))
             print(f"peak memory: client RSS {psutil.Process().memory_info().rss / 2**20:.0f} MB (now), server "
                   f"{server_peak:.0f} MB (its processes' PSS, shared memory once)")
+
+
+@contextlib.contextmanager
+def wal_written(url: str) -> Iterator[list[int]]:
+    """[bytes, full-page images] of WAL the server wrote while the block ran (the whole server's: nothing else
+    writes during a step). A page's first change after a checkpoint logs it whole, so this shows what a step at
+    a size pays for touching pages all over its indexes."""
+    query = "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, wal_fpi FROM pg_stat_wal"
+    with psycopg.connect(url, autocommit=True) as conn:
+        before = conn.execute(query).fetchone()
+    out = [0, 0]
+    yield out
+    with psycopg.connect(url, autocommit=True) as conn:
+        after = conn.execute(query).fetchone()
+    if before and after:
+        out[:] = [int(after[0] - before[0]), int(after[1] - before[1])]
+
+
+@contextlib.contextmanager
+def sampled(url: str, wanted: int) -> Iterator[collections.Counter[tuple[str, str]]]:
+    """What the server's client backends run while the block runs, sampled from pg_stat_activity every 20 ms on a
+    connection of its own: samples per (statement's start, wait event; "cpu" when waiting on nothing), and the
+    number of samples under ("", ""). Needs no extension: a statement's share of the samples is its share of the
+    step's time."""
+    tally: collections.Counter[tuple[str, str]] = collections.Counter()
+    if not wanted:
+        yield tally
+        return
+    done = threading.Event()
+
+    def sample() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            me = conn.info.backend_pid
+            while not done.is_set():
+                for text, kind, event in conn.execute(
+                        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 80), wait_event_type, wait_event "
+                        "FROM pg_stat_activity WHERE state = 'active' AND backend_type = 'client backend' "
+                        "AND pid <> %s", (me,)):
+                    tally[(text, f"{kind}:{event}" if kind else "cpu")] += 1
+                tally[("", "")] += 1
+                time.sleep(0.02)
+
+    thread = threading.Thread(target=sample, name="scale-sampler", daemon=True)
+    thread.start()
+    try:
+        yield tally
+    finally:
+        done.set()
+        thread.join()
+
+
+def print_sampled(tally: collections.Counter[tuple[str, str]], seconds: float, wanted: int) -> None:
+    samples = tally.pop(("", ""), 0)
+    if not samples:
+        return
+    for (text, event), n in tally.most_common(wanted):
+        print(f"      {n / samples * seconds:6.1f} s  {event:<22} {text}")
 
 
 def drawn(client, col) -> int:  # type: ignore[no-untyped-def]
