@@ -286,7 +286,7 @@ def main() -> None:
                 stop = min(size, have + args.step)
                 if args.bulk and have < size - args.steps * args.step:
                     stop = size - args.steps * args.step
-                with wal_written(client.store.url) as wal, sampled(client.store.url, args.sample) as tally:
+                with wal_written(client.store.url) as wal, sampled(client.store.url, args.sample) as running:
                     t = time.perf_counter()
                     report = col.ingest(documents=documents(pool, have, stop))
                     seconds = time.perf_counter() - t
@@ -299,7 +299,7 @@ def main() -> None:
                     marks.append((stop, (stop - have) / seconds, report.chunks))
                     print(f"  built {stop:>8} documents: {marks[-1][1]:7.0f} documents/s this step; {written}",
                           flush=True)
-                print_sampled(tally, seconds, args.sample)
+                running.print(seconds, args.sample)
                 have = stop
             if marks:
                 per_100k = _per_100k(marks)
@@ -335,15 +335,27 @@ def wal_written(url: str) -> Iterator[list[int]]:
         out[:] = [int(after[0] - before[0]), int(after[1] - before[1])]
 
 
+class Sampled:
+    """What the server's client backends ran during a step: samples taken, and how many of them found each
+    (statement's start, wait event; "cpu" when waiting on nothing) running."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.running: collections.Counter[tuple[str, str]] = collections.Counter()
+
+    def print(self, seconds: float, top: int) -> None:
+        """The top pairs, each as its share of the samples times the step's seconds."""
+        for (text, event), n in self.running.most_common(top) if self.samples else []:
+            print(f"      {n / self.samples * seconds:6.1f} s  {event:<22} {text}")
+
+
 @contextlib.contextmanager
-def sampled(url: str, wanted: int) -> Iterator[collections.Counter[tuple[str, str]]]:
-    """What the server's client backends run while the block runs, sampled from pg_stat_activity every 20 ms on a
-    connection of its own: samples per (statement's start, wait event; "cpu" when waiting on nothing), and the
-    number of samples under ("", ""). Needs no extension: a statement's share of the samples is its share of the
-    step's time."""
-    tally: collections.Counter[tuple[str, str]] = collections.Counter()
+def sampled(url: str, wanted: int) -> Iterator[Sampled]:
+    """Sampled while the block runs (nothing when `wanted` is 0): pg_stat_activity every 20 ms on a connection of
+    its own. Needs no extension: a statement's share of the samples is its share of the step's time."""
+    found = Sampled()
     if not wanted:
-        yield tally
+        yield found
         return
     done = threading.Event()
 
@@ -355,25 +367,17 @@ def sampled(url: str, wanted: int) -> Iterator[collections.Counter[tuple[str, st
                         "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 80), wait_event_type, wait_event "
                         "FROM pg_stat_activity WHERE state = 'active' AND backend_type = 'client backend' "
                         "AND pid <> %s", (me,)):
-                    tally[(text, f"{kind}:{event}" if kind else "cpu")] += 1
-                tally[("", "")] += 1
+                    found.running[(text, f"{kind}:{event}" if kind else "cpu")] += 1
+                found.samples += 1
                 time.sleep(0.02)
 
     thread = threading.Thread(target=sample, name="scale-sampler", daemon=True)
     thread.start()
     try:
-        yield tally
+        yield found
     finally:
         done.set()
         thread.join()
-
-
-def print_sampled(tally: collections.Counter[tuple[str, str]], seconds: float, wanted: int) -> None:
-    samples = tally.pop(("", ""), 0)
-    if not samples:
-        return
-    for (text, event), n in tally.most_common(wanted):
-        print(f"      {n / samples * seconds:6.1f} s  {event:<22} {text}")
 
 
 def drawn(client, col) -> int:  # type: ignore[no-untyped-def]
