@@ -1,6 +1,7 @@
 """The REST API fuzzed by schemathesis from its own /openapi.json against a running `ragd serve`: every check
 (no 5xx, status codes, content types and bodies as documented, valid requests accepted, invalid ones refused),
-a bounded number of deterministic examples per operation. Strings may hold NUL (refused where the schema says so);
+a bounded number of deterministic examples per operation. Strings may hold NUL (refused where the schema says so,
+in bodies, paths and query parameters alike);
 tests/schemathesis_hooks.py adds what no schema describes: /v1/index ids holding NUL or a lone surrogate, and
 metadata nested up to 900 levels."""
 

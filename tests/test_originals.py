@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -364,3 +365,62 @@ def test_a_version_stored_without_its_original_gets_it_when_its_file_comes_again
         assert col.original("old.pdf").data == pdf.read_bytes()
         assert col.document("old.pdf")["versions"][0]["media_type"] == "application/pdf"
         assert col.reindex().items[0].status == "unchanged"
+
+
+# -- a page request never runs forever (issue 56) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("quote", ["%00", "%00abc", "a%00b"])
+def test_a_quote_or_version_holding_nul_is_400_before_anything_runs(world: dict[str, Any], quote: str) -> None:
+    """pdfium's text search with a NUL needle never returned (the thread sat at 100% CPU); every query parameter
+    of every route is checked as bodies are."""
+    http, auth = world["http"], _auth(world["key_a"])
+    r = http.get(f"/v1/documents/facilities.pdf/pages/2.png?collection=docs&quote={quote}", headers=auth)
+    assert r.status_code == 400 and r.json()["error"] == "bad_request" and "quote" in r.json()["message"], r.text
+    for view in ("source", "blocks"):
+        r = http.get(f"/v1/documents/facilities.pdf/{view}?collection=docs&version={quote}", headers=auth)
+        assert r.status_code == 400 and "version" in r.json()["message"], r.text
+    r = http.get(f"/v1/documents?collection=docs&q={quote}", headers=auth)
+    assert r.status_code == 400, r.text
+    assert http.get("/v1/documents/facilities.pdf/source?collection=docs", headers=auth).status_code == 200
+
+
+def test_the_library_draws_quotes_that_hold_no_searchable_text(world: dict[str, Any]) -> None:
+    """The library has no HTTP layer in front: a quote of control characters, a NUL or spaces marks nothing
+    (pdfium is never given an empty or NUL-cut needle), and the page is drawn."""
+    col = world["client"].collection("docs", tenant=world["a"], create=False)
+    for quotes in (["\x00"], ["\x00abc"], ["\x01\x02", "   "], ["\u200b"]):
+        page = col.page("facilities.pdf", 2, quotes=quotes)
+        assert page.png.startswith(b"\x89PNG") and page.quotes == ()
+    marked = col.page("facilities.pdf", 2, quotes=["\x00" + SENTENCE[:40]])  # the NUL dropped, the text found
+    assert marked.quotes
+
+
+def test_a_page_that_takes_too_long_to_draw_is_stopped(world: dict[str, Any], tmp_path: Path,
+                                                       settings: Settings) -> None:
+    """Drawing runs in a worker process with a deadline: a page too heavy to draw in RAGD_RENDER_TIMEOUT_S is
+    stopped (422 page_not_rendered), and the next request is served by a fresh worker."""
+    from reportlab.pdfgen import canvas
+
+    heavy = tmp_path / "heavy.pdf"
+    c = canvas.Canvas(str(heavy))
+    c.drawString(72, 800, "A survey plan of the harbour drawn in a great many strokes.")
+    for i in range(120_000):  # vector paths enough to take pdfium well over the deadline
+        c.line(i % 590, (i * 7) % 840, (i * 13) % 590, (i * 3) % 840)
+    c.showPage()
+    c.save()
+    slow = ragd.connect(settings=settings.model_copy(update={"render_timeout_s": 0.3, "rate_limit_per_minute": 0}))
+    try:
+        col = slow.collection("docs", tenant=world["a"], create=False)
+        report = col.ingest([heavy])
+        assert report.items[0].doc_id is not None, report.items
+        doc = str(report.items[0].doc_id)
+        with TestClient(create_app(client=slow)) as http:
+            started = time.monotonic()
+            r = http.get(f"/v1/documents/{doc}/pages/1.png?collection=docs", headers=_auth(world["key_a"]))
+            assert r.status_code == 422 and r.json()["error"] == "page_not_rendered", r.text
+            assert time.monotonic() - started < 10
+            ok = http.get("/v1/documents/facilities.pdf/pages/1.png?collection=docs", headers=_auth(world["key_a"]))
+            assert ok.status_code == 200, ok.text
+        col.delete(doc)
+    finally:
+        slow.close()

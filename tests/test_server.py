@@ -486,3 +486,56 @@ def test_runs_are_listed_per_collection(http: TestClient, world: dict[str, Any])
     for namespace, count in ((one, 1), (two, 2)):
         runs = http.get(f"/v1/runs?collection={namespace}", headers=auth).json()["runs"]
         assert [r["collection"] for r in runs] == [namespace] * count
+
+
+# -- every response carries the page's protections (issue 56) ---------------------------------------------------
+
+def test_every_response_carries_the_security_headers_and_no_page_loads_from_a_cdn(
+        http: TestClient, world: dict[str, Any], settings: Settings) -> None:
+    from ragd.server import CONTENT_SECURITY_POLICY
+
+    auth = _auth(world["key_a"])
+    replies = {
+        "200": http.get("/healthz"),
+        "400 (a NUL in the query)": http.get("/v1/documents?collection=docs&q=%00", headers=auth),
+        "401": http.get("/v1/documents?collection=docs"),
+        "401 /mcp": http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        "404": http.get("/no/such/route"),
+        "404 /docs": http.get("/docs"),
+        "404 /redoc": http.get("/redoc"),
+        "openapi": http.get("/openapi.json"),
+    }
+    for what, r in replies.items():
+        assert r.headers.get("content-security-policy") == CONTENT_SECURITY_POLICY, what
+        assert r.headers.get("x-frame-options") == "DENY" and r.headers.get("x-content-type-options") == "nosniff"
+        assert "cdn" not in r.text.lower() and "swagger" not in r.text.lower(), what
+    assert replies["404 /docs"].status_code == 404 and replies["openapi"].status_code == 200
+    assert replies["401 /mcp"].status_code == 401
+    # open mode (no keys) refuses a foreign Host with 403: that answer carries them too
+    open_client = ragd.connect(settings=settings.model_copy(update={"allow_open": True}))
+    try:
+        app = create_app(client=open_client)
+        app.state.keyed = False
+        with TestClient(app) as open_http:
+            app.state.keyed = False
+            refused = open_http.get("/v1/collections", headers={"Host": "evil.example"})
+    finally:
+        open_client.close()
+    assert refused.status_code == 403 and refused.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+def test_an_unexpected_error_is_a_500_with_the_headers_and_no_traceback(world: dict[str, Any]) -> None:
+    """A route that fails in a way no handler knows: one JSON line, the security headers, the request id."""
+    from ragd.server import CONTENT_SECURITY_POLICY
+
+    app = create_app(client=world["client"])
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise ZeroDivisionError("a bug")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        r = client.get("/boom", headers={"X-Request-ID": "rid-500"})
+    assert r.status_code == 500 and r.json() == {"error": "internal",
+                                                 "message": "an internal error occurred; see the server log"}
+    assert r.headers["content-security-policy"] == CONTENT_SECURITY_POLICY and r.headers["x-request-id"] == "rid-500"

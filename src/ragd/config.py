@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     pdf_split_pages: int = Field(default=64, ge=2)
     extract_timeout_s: float = Field(default=600.0, gt=0)
     extract_memory_mb: int = Field(default=4096, ge=128)
+    # a page image drawn for a request (GET /v1/documents/{ref}/pages/{n}.png) is rendered in a worker process (when
+    # extract_isolation is on), stopped past this time: no original or quote keeps a server thread busy for longer
+    render_timeout_s: float = Field(default=20.0, gt=0, le=600)
     # a run whose lookups will touch a quarter or more of an index's pages (the indexes of the tables it writes:
     # LSH bands, external ids, content hashes, embedding cache, its HNSW graph...) has the server read that index
     # ahead, in order, when those hold this many pages (8 kB) or more (ragd.ingest.prefetch; needs pg_prewarm,

@@ -44,11 +44,12 @@ from .errors import (
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.markdown import markdown_blocks
+from .ingest.bounds import Limits as ExtractLimits
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
 from .ingest.pipeline import Duplicates, Part, Progress, run_ingest
 from .ingest.uploads import spool_folder
-from .pages import Rendered, render_page
+from .pages import Rendered, render_isolated, render_page
 from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters
@@ -681,7 +682,12 @@ class Collection:
             if cached is not None:
                 return cached
             data = keeper.get(conn, self.tenant, row["source_sha256"])
-        rendered = render_page(data, row["media_type"] or "application/octet-stream", number, boxes, quotes)
+        media_type = row["media_type"] or "application/octet-stream"
+        if self.settings.extract_isolation:  # no original or quote keeps this thread past the render's deadline
+            limits = dataclasses.replace(ExtractLimits.from_settings(self.settings), timeout_s=self.settings.render_timeout_s)
+            rendered = render_isolated(data, media_type, number, boxes, quotes, limits)
+        else:
+            rendered = render_page(data, media_type, number, boxes, quotes)
         _PAGES.put(key, rendered)
         return rendered
 

@@ -51,6 +51,24 @@ class InvalidRequest(RagdError):
     exit_code = 2
 
 
+class PageNotRendered(RagdError):
+    """A page image that could not be drawn within RAGD_RENDER_TIMEOUT_S (or its memory bound)."""
+
+    code = "page_not_rendered"
+
+
+class Busy(RagdError):
+    """A request that could not get a database connection, a lock or its statement's time within its deadline:
+    retried later it may pass (the REST adapter answers 503 with Retry-After); other tenants' requests go on."""
+
+    code = "busy"
+    exit_code = 3
+
+    def __init__(self, message: str, retry_after_s: int = 5):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class QueueFull(RagdError):
     """A tenant's queue of files to ingest is at its bound (RAGD_QUEUE_MAX_FILES); the REST adapter answers 429
     with Retry-After, the CLI waits and tries again."""

@@ -153,7 +153,9 @@ def serve(fd: int) -> None:
             return
         kind, path, *args = request
         answer: Any
-        if kind == "pdf_layout":  # the document of a long PDF's ranges read by workers
+        if kind == "render_page":  # a page image for a request: its errors go back as values
+            answer = _rendered(*args)
+        elif kind == "pdf_layout":  # the document of a long PDF's ranges read by workers
             answer = lay_out_pdf(path, *args)
         else:  # a file, or pages start..stop of a long PDF (unlaid), with the threads its OCR may use
             threads, *args = args
@@ -163,6 +165,16 @@ def serve(fd: int) -> None:
             conn.send(answer)
         except OSError:  # the parent is gone
             return
+
+
+def _rendered(*args: Any) -> Any:
+    from ..errors import RagdError
+    from ..pages import render_page
+
+    try:
+        return render_page(*args)
+    except RagdError as exc:
+        return exc
 
 
 def _rss_mb(pid: int | None) -> float | None:

@@ -42,6 +42,7 @@ from ..config import Settings, load_settings
 from ..embed import make_embedder
 from ..engine import Ragd, connect, log_timestamp
 from ..errors import (
+    Busy,
     ConfigError,
     DatabaseUnavailable,
     FileTooLarge,
@@ -49,6 +50,7 @@ from ..errors import (
     LLMUnavailable,
     NotFound,
     OriginalsUnavailable,
+    PageNotRendered,
     QueueFull,
     RagdError,
 )
@@ -80,6 +82,10 @@ def _status(exc: RagdError) -> tuple[int, str]:
         return 502, "llm_unavailable"
     if isinstance(exc, QueueFull):
         return 429, exc.code
+    if isinstance(exc, Busy):
+        return 503, exc.code
+    if isinstance(exc, PageNotRendered):
+        return 422, exc.code
     if isinstance(exc, DatabaseUnavailable):  # the message (URL, user, socket) is logged, never sent
         return 503, "database_unavailable"
     if isinstance(exc, OriginalsUnavailable):
@@ -120,7 +126,7 @@ register_url_convertor("docref", DocumentRef())
 Files = Annotated[list[UploadFile], File(description="One or more files, any supported format", min_length=1)]
 Ref = Annotated[str, PathParam(pattern=r"^[^\x00]+$", max_length=4096,
                                description="A document's external id or doc id")]
-VersionParam = Annotated[str | None, Query(max_length=128,
+VersionParam = Annotated[str | None, Query(max_length=128, pattern=TEXT,
                                           description="A version id or label (default: the active one)")]
 CollectionParam = Annotated[str | None, Query(pattern=NAME, max_length=128,
                                               description="The collection (default: RAGD_COLLECTION)")]
@@ -256,7 +262,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (422, "idempotency_key_reused", "The Idempotency-Key was used for another request in the last 24 hours"),
         (429, "rate_limited", "Over the key's requests per minute; see Retry-After"),
         (500, "internal", "An unexpected error (logged with the request id)"),
-        (503, "database_unavailable", "PostgreSQL cannot be reached; retry later"),
+        (503, "database_unavailable", "PostgreSQL cannot be reached, or (`busy`) the request could not get a "
+                                      "connection or finish its statements within its deadline; retry after "
+                                      "Retry-After seconds"),
     )
 }
 
@@ -354,7 +362,9 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             if owned:
                 rag.close()
 
-    app = FastAPI(title="ragd", version=_version(), lifespan=lifespan,
+    # no /docs or /redoc: FastAPI's pages load Swagger UI / ReDoc from a CDN into the API's origin; the OpenAPI
+    # document is served at /openapi.json for any viewer the operator trusts
+    app = FastAPI(title="ragd", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Deterministic retrieval-augmented generation on PostgreSQL + pgvector.")
     _errors(app)
 
@@ -372,26 +382,11 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Any:
         rid = request.headers.get("x-request-id") or uuid.uuid4().hex
         request.state.request_id = rid[:128]
-        refusal = None if app.state.keyed else _foreign(request, app.state.hosts)
-        if refusal:
-            return JSONResponse(error_body("forbidden", refusal), status_code=403,
-                                headers={"X-Request-ID": request.state.request_id})
-        if request.url.path.rstrip("/") == "/mcp":  # the MCP tools read the tenant the key gave
-            try:
-                setattr(request.state, mcpserver.TENANT_STATE, await run_in_threadpool(tenant, request))
-            except ApiError as exc:
-                return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status,
-                                    headers={**exc.headers, "X-Request-ID": request.state.request_id})
-            except DatabaseUnavailable as exc:
-                log.error("request %s: %s", request.state.request_id, exc)
-                return JSONResponse(error_body(exc.code, DATABASE_UNAVAILABLE), status_code=503,
-                                    headers={"Retry-After": "5", "X-Request-ID": request.state.request_id})
         started = time.perf_counter()
-        response = await call_next(request)
+        response = await _early(request) or await _call(request, call_next)
         response.headers["X-Request-ID"] = request.state.request_id
-        for name, value in SECURITY_HEADERS.items():
-            if name != "Content-Security-Policy" or request.url.path not in API_DOC_PAGES:
-                response.headers.setdefault(name, value)
+        for name, value in SECURITY_HEADERS.items():  # on every response: errors, refusals and /mcp too
+            response.headers.setdefault(name, value)
         if REQUEST_LOG.isEnabledFor(logging.INFO):
             REQUEST_LOG.info(json.dumps({
                 "ts": log_timestamp(),
@@ -399,6 +394,37 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                 "tenant_id": getattr(request.state, "tenant", None), "http_status": response.status_code,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
         return response
+
+    async def _early(request: Request) -> Response | None:
+        """The answer to a request refused before its route runs: a value no route may be given, a page of
+        another site (open mode), an /mcp call without a valid key."""
+        problem = _unstorable_parameter(request)
+        if problem:
+            return JSONResponse(error_body("bad_request", problem), status_code=400)
+        refusal = None if app.state.keyed else _foreign(request, app.state.hosts)
+        if refusal:
+            return JSONResponse(error_body("forbidden", refusal), status_code=403)
+        if request.url.path.rstrip("/") == "/mcp":  # the MCP tools read the tenant the key gave
+            try:
+                setattr(request.state, mcpserver.TENANT_STATE, await run_in_threadpool(tenant, request))
+            except ApiError as exc:
+                return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status, headers=exc.headers)
+            except RagdError as exc:
+                status, code = _status(exc)
+                log.error("request %s: %s", request.state.request_id, exc)
+                message = DATABASE_UNAVAILABLE if code == "database_unavailable" else str(exc)
+                return JSONResponse(error_body(code, message), status_code=status, headers=_retry_after(exc))
+        return None
+
+    async def _call(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        """The route's response; an error no handler took is a 500 made here, inside this middleware, so that it
+        carries the same headers as every other response."""
+        try:
+            return await call_next(request)  # type: ignore[no-any-return]
+        except Exception:  # of any kind: logged with the request id, never sent
+            log.exception("request %s failed", request.state.request_id)
+            return JSONResponse(error_body("internal", "an internal error occurred; see the server log"),
+                                status_code=500)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:
@@ -593,10 +619,10 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                        offset: Annotated[int, Query(ge=0)] = 0,
-                       q: Annotated[str | None, Query(max_length=512, description="A piece of the title or id")]
+                       q: Annotated[str | None, Query(max_length=512, pattern=TEXT, description="A piece of the title or id")]
                        = None,
-                       tag: Annotated[str | None, Query(max_length=512)] = None,
-                       type: Annotated[str | None, Query(max_length=64, description="A source type: pdf, docx...")]
+                       tag: Annotated[str | None, Query(max_length=512, pattern=TEXT)] = None,
+                       type: Annotated[str | None, Query(max_length=64, pattern=TEXT, description="A source type: pdf, docx...")]
                        = None) -> dict[str, Any]:
         """Documents of a collection (by external id), with their active version, its original's size and media
         type and their count of versions; `q`, `tag` and `type` narrow them, `total` counts all that match."""
@@ -628,6 +654,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
 
     @app.get("/v1/documents/{ref:docref}/pages/{number}.png", tags=["documents"],
              responses={**_errs(400, 401, 404, 429, 500, 503),
+                        422: {"description": "The page could not be drawn within RAGD_RENDER_TIMEOUT_S",
+                              "content": {"application/json": {"example": error_body("page_not_rendered", "...")}}},
                         200: {"description": "The page as a PNG; X-Ragd-Boxes: the chunk's boxes as drawn "
                                              "([x0, y0, x1, y1] pixels), X-Ragd-Quotes: the quotes' marks",
                               "content": {"image/png": {}}}})
@@ -721,9 +749,6 @@ WEB = Path(__file__).resolve().parent.parent / "web"
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
                            "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "
                            "form-action 'self'; frame-ancestors 'none'")
-# FastAPI's own API documentation pages load Swagger UI / ReDoc from their CDN with an inline script: they keep
-# the other headers, not the page's policy (they show no tenant data)
-API_DOC_PAGES = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc"})
 SECURITY_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                     "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
@@ -749,6 +774,27 @@ def _foreign(request: Request, hosts: frozenset[str] | set[str]) -> str | None:
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         return "cross-site request refused: without API keys the server answers only its own pages"
     return None
+
+
+def _unstorable_parameter(request: Request) -> str | None:
+    """Why a request's path or query cannot be served (a NUL, or a character no route may be given), or None:
+    every parameter of every route gets the check bodies get, before it reaches a route, the database or a
+    native library."""
+    problem = unstorable(request.url.path)
+    if problem:
+        return f"the path {problem}"
+    for name, value in request.query_params.multi_items():
+        problem = unstorable(name) or unstorable(value)
+        if problem:
+            return f"query parameter {name!r} {problem}"
+    return None
+
+
+def _retry_after(exc: RagdError) -> dict[str, str]:
+    """The Retry-After header of an error that may pass later (503s, 429s), else none."""
+    if isinstance(exc, QueueFull | Busy):
+        return {"Retry-After": str(exc.retry_after_s)}
+    return {"Retry-After": "5"} if _status(exc)[0] == 503 else {}
 
 
 def _pieces(text: str) -> list[str]:
@@ -937,10 +983,9 @@ def _errors(app: FastAPI) -> None:
             return respond(request, 500, "internal", "an internal error occurred; see the server log")
         if status == 503:
             log.error("request %s: %s", getattr(request.state, "request_id", ""), exc)
-            return respond(request, 503, code, DATABASE_UNAVAILABLE, {"Retry-After": "5"})
-        if isinstance(exc, QueueFull):
-            return respond(request, 429, code, str(exc), {"Retry-After": str(exc.retry_after_s)})
-        return respond(request, status, code, str(exc))
+            message = str(exc) if isinstance(exc, Busy) else DATABASE_UNAVAILABLE
+            return respond(request, 503, code, message, _retry_after(exc))
+        return respond(request, status, code, str(exc), _retry_after(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
