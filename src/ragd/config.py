@@ -156,6 +156,9 @@ class Settings(BaseSettings):
     job_retry_wait_s: float = Field(default=2.0, ge=0)
     worker_heartbeat_s: float = Field(default=10.0, gt=0)
     worker_stalled_s: float = Field(default=30.0, gt=0)
+    # how often an idle worker looks for a job: workers poll, they do not LISTEN (the queue sends no notifications,
+    # which any role could hear and send; migration 29)
+    worker_poll_s: float = Field(default=0.5, gt=0, le=60)
     # `ragd serve` runs jobs too: auto (on the embedded server), on or off; this many at once per process
     serve_jobs: Literal["auto", "on", "off"] = "auto"
     job_concurrency: int = Field(default=1, ge=1, le=64)

@@ -104,6 +104,7 @@ def enqueue(col: Collection, paths: Sequence[str | os.PathLike[str]] = (), *,
               "options": {"follow_symlinks": options.follow_symlinks}, "embed_model": col.embed_model,
               "chunk_policy": col.policy.as_dict(), "files": len(files)}
     with col.store.admin() as conn:
+        _bounded(conn, col.client)
         conn.execute(queries.QUEUE_LOCK, {"tenant_id": col.tenant})  # one enqueue of a tenant at a time
         open_files = conn.execute(queries.OPEN_FILES, {"tenant_id": col.tenant}).fetchone()[0]  # type: ignore[index]
         if open_files + len(files) > limit:
@@ -286,40 +287,60 @@ class Jobs:
                 delay = min(delay * 2, 30.0)
 
     async def _run_once(self, concurrency: int, stop: asyncio.Event, signals: bool, until_empty: bool) -> None:
-        s = self.rag.settings
         async with self.app.open_async():
-            reclaim = asyncio.create_task(self._reclaim_stalled())
-            worker = asyncio.create_task(self.app.run_worker_async(
-                queues=[QUEUE], concurrency=concurrency, wait=not until_empty, install_signal_handlers=signals,
-                update_heartbeat_interval=s.worker_heartbeat_s, stalled_worker_timeout=s.worker_stalled_s,
-                delete_jobs="successful", name=f"ragd-{socket.gethostname()}-{os.getpid()}",
-                fetch_job_polling_interval=min(5.0, s.worker_heartbeat_s)))
-            stopped = asyncio.ensure_future(stop.wait())
-            try:
-                await asyncio.wait([worker, stopped], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                reclaim.cancel()
-                stopped.cancel()
-                if not worker.done():
-                    worker.cancel()  # procrastinate stops taking jobs; those running finish
-                with contextlib.suppress(asyncio.CancelledError):
-                    await worker
+            if not until_empty:
+                await self._work(concurrency, stop, signals, until_empty)
+                return
+            # drained only when no job is left in `doing` either: a killed worker's job is queued again once its
+            # heartbeats have stopped for RAGD_WORKER_STALLED_S, and a live worker's is waited for
+            while not stop.is_set():
+                await self._reclaim_once()
+                await self._work(concurrency, stop, signals, until_empty)
+                doing = await self.app.job_manager.list_jobs_async(queue=QUEUE, status="doing")
+                if not list(doing):
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), min(self.rag.settings.worker_heartbeat_s, 1.0))
+
+    async def _work(self, concurrency: int, stop: asyncio.Event, signals: bool, until_empty: bool) -> None:
+        """procrastinate's worker until `stop` (or, with `until_empty`, until no job is left to take)."""
+        s = self.rag.settings
+        reclaim = asyncio.create_task(self._reclaim_stalled())
+        worker = asyncio.create_task(self.app.run_worker_async(
+            queues=[QUEUE], concurrency=concurrency, wait=not until_empty, install_signal_handlers=signals,
+            update_heartbeat_interval=s.worker_heartbeat_s, stalled_worker_timeout=s.worker_stalled_s,
+            delete_jobs="successful", name=f"ragd-{socket.gethostname()}-{os.getpid()}",
+            listen_notify=False, fetch_job_polling_interval=s.worker_poll_s,
+            abort_job_polling_interval=max(s.worker_poll_s, 5.0)))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait([worker, stopped], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reclaim.cancel()
+            stopped.cancel()
+            if not worker.done():
+                worker.cancel()  # procrastinate stops taking jobs; those running finish
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
 
     async def _reclaim_stalled(self) -> None:
         """Give the jobs of workers that stopped sending heartbeats (killed, their machine lost) to the queue
         again. Every worker does it; a job two of them found is queued once (the second finds it moved on)."""
+        while True:
+            await asyncio.sleep(self.rag.settings.worker_heartbeat_s)
+            await self._reclaim_once()
+
+    async def _reclaim_once(self) -> None:
         s = self.rag.settings
         manager = self.app.job_manager
-        while True:
-            await asyncio.sleep(s.worker_heartbeat_s)
-            try:
-                for job in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=s.worker_stalled_s):
-                    with contextlib.suppress(Exception):  # taken again by another worker meanwhile
-                        await manager.retry_job(job)
-                        log.warning("job %s of a worker that stopped answering is queued again", job.id)
-                await manager.prune_stalled_workers(s.worker_stalled_s)
-            except Exception as exc:  # of any kind: the database away for a while; tried again next time
-                log.warning("could not look for stalled jobs: %s", exc)
+        try:
+            for job in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=s.worker_stalled_s):
+                with contextlib.suppress(Exception):  # taken again by another worker meanwhile
+                    await manager.retry_job(job)
+                    log.warning("job %s of a worker that stopped answering is queued again", job.id)
+            await manager.prune_stalled_workers(s.worker_stalled_s)
+        except Exception as exc:  # of any kind: the database away for a while; tried again next time
+            log.warning("could not look for stalled jobs: %s", exc)
 
 
 def _bounded(conn: psycopg.Connection[Any], rag: Ragd) -> None:

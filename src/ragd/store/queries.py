@@ -752,8 +752,12 @@ WHERE key = %(key)s AND request_hash = %(request_hash)s"""
 
 # -- queued runs (ragd.jobs) -------------------------------------------------------------------------
 
-# one enqueue of a tenant at a time, so two cannot both pass its bound (held to the end of the transaction)
-QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('ragd-queue:' || %(tenant_id)s, 0))"
+# one enqueue of a tenant at a time, so two cannot both pass its bound: the row of ragd_locks named after the tenant's
+# queue, locked to the end of the transaction (made on first use). No tenant can read or lock those rows; an
+# advisory lock's key any role could take, and a tenant holding it stalled every upload waiting on it.
+QUEUE_LOCK = """
+INSERT INTO ragd_locks (name) VALUES ('queue:' || %(tenant_id)s)
+ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"""
 OPEN_FILES = """
 SELECT count(*) FROM ingestion_files WHERE tenant_id = %(tenant_id)s AND status IN ('queued', 'running')"""
 RECENT_FILE_RATE = """
