@@ -22,8 +22,12 @@ import pytest
 
 import ragd
 from ragd import jobs
+from ragd.config import Settings
+from ragd.errors import Busy
 
-from .conftest import run_cli
+from ragd.store import embedded
+
+from .conftest import SAMPLES, run_cli
 
 
 def _note(folder: Path, name: str, text: str) -> Path:
@@ -121,3 +125,101 @@ def test_a_draining_worker_finishes_the_job_a_killed_worker_left(cli_env: dict[s
     assert run["status"] == "succeeded" and run["stats"]["counts"] == {"ingested": 6000}, run["status"]
     assert "Traceback" not in drained.stderr
 
+
+
+# -- a tenant's resources are bounded ------------------------------------------------------------------------------
+
+def test_a_tenant_at_its_connection_limit_is_told_so_and_no_one_else_is_stalled(
+        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """A raw tenant login opened 81 connections, after which no one could log in. Its role now has a CONNECTION
+    LIMIT (RAGD_TENANT_CONNECTION_LIMIT, set again at each process's first login check): past it, that tenant's
+    new sessions are refused with a reason, and every other tenant's go on."""
+    _, b = two
+    lonely = "avail-c-" + uuid.uuid4().hex[:6]  # a tenant no pool of this process has logged in as
+    with ragd.connect(settings=settings) as maker:
+        maker.collection("avail", tenant=lonely).ingest(documents=[{"id": "c", "text": "Copper ledgers of C."}])
+    limited = settings.model_copy(update={"tenant_connection_limit": 3, "db_timeout_s": 2.0})
+    with ragd.connect(settings=limited) as fresh:
+        fresh.collection("avail", tenant=lonely, create=False).search("copper ledgers")  # its role checked and limited
+        url = fresh.store._login_url(fresh.store.tenant_role(lonely))
+        held: list[psycopg.Connection[Any]] = []
+        try:
+            with pytest.raises(psycopg.OperationalError, match="too many connections for role"):
+                for _ in range(4):  # (its pool holds one or two of the three already)
+                    held.append(psycopg.connect(url))
+            assert len(held) <= 2
+            with ragd.connect(settings=limited) as next_process:
+                with pytest.raises(Busy, match=f"tenant '{lonely}' has too many connections open"):
+                    next_process.collection("avail", tenant=lonely, create=False).search("copper ledgers")
+                started = time.monotonic()
+                hits = next_process.collection("avail", tenant=b.tenant, create=False).search("tin")
+                assert hits and time.monotonic() - started < 2
+        finally:
+            for conn in held:
+                conn.close()
+    with ragd.connect(settings=settings) as restored:  # the configured limit is the role's again
+        assert restored.collection("avail", tenant=lonely, create=False).search("copper ledgers")
+        with psycopg.connect(restored.store.url) as conn:
+            assert conn.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s",
+                                (restored.store.tenant_role(lonely),)).fetchone() == (20,)
+
+
+def test_a_tenants_statement_cannot_fill_the_disk(settings: Settings,
+                                                  two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """temp_file_limit was -1 for tenant roles: a sort of any size spilled to disk. It is stored for the role, and a
+    tenant cannot set it (nor lift it) in its session."""
+    a, _ = two
+    with ragd.connect(settings=settings.model_copy(update={"tenant_temp_file_limit_mb": 1})) as small:
+        small.collection("avail", tenant=a.tenant, create=False).search("copper")
+        with small.store.tenant(a.tenant) as conn:
+            assert conn.execute("SHOW temp_file_limit").fetchone() == ("1MB",)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute("SET temp_file_limit = -1")
+            conn.execute("SET work_mem = '64kB'")
+            with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="temp_file_limit"):
+                conn.execute("SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 300000) g "
+                             "ORDER BY m) s")
+
+
+def test_stored_settings_are_repaired_whatever_role_they_make_the_login(
+        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """`ALTER ROLE CURRENT_USER SET role = 'ragd_app'` made the login check read ragd_app's settings, so the others
+    stored beside it were never repaired: a fresh process's tenant session ran with work_mem 1GB and index scans
+    off. The check reads the session user's settings."""
+    a, _ = two
+    with login(client, a.tenant) as conn:
+        for setting in ("work_mem = '1GB'", "enable_indexscan = off", "role = 'ragd_app'"):
+            conn.execute(f"ALTER ROLE CURRENT_USER SET {setting}")
+    with ragd.connect(settings=settings) as fresh:
+        assert fresh.collection("avail", tenant=a.tenant, create=False).search("copper")
+        with fresh.store.tenant(a.tenant) as conn:
+            assert conn.execute("SELECT current_setting('work_mem') <> '1GB', current_setting('enable_indexscan'), "
+                                "session_user = current_user").fetchone() == (True, "on", True)
+        with psycopg.connect(fresh.store.url) as conn:
+            stored = conn.execute("SELECT s.setconfig FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole "
+                                  "WHERE r.rolname = %s", (fresh.store.tenant_role(a.tenant),)).fetchall()
+    assert stored == [([f"temp_file_limit={settings.tenant_temp_file_limit_mb * 1024}"],)]
+
+
+# -- workers and errors -------------------------------------------------------------------------------------------
+
+def test_a_command_after_the_postmaster_died_is_one_line_or_an_answer(tmp_path: Path) -> None:
+    """kill -9 the embedded server's postmaster: the next command starts it again (its pid file and exiting
+    backends were taken for a running server: `internal: OperationalError`), and a command pointed at the dead
+    server's URL says in one line that the database is unavailable (exit 3), no pool warnings, no repair."""
+    env = {"RAGD_HOME": str(tmp_path), "RAGD_EMBEDDER": "hash", "RAGD_RERANKER": "none"}
+    assert run_cli(["ingest", str(SAMPLES), "-c", "docs"], env).returncode == 0
+    try:
+        pgdata = tmp_path / "pgdata"
+        url = f"postgresql://postgres@/ragd?host={pgdata}&port=5432"
+        for _ in range(2):
+            os.kill(int((pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
+            time.sleep(0.3)
+            dead = run_cli(["search", "parental leave", "-c", "docs"], {**env, "RAGD_DATABASE_URL": url})
+            assert dead.returncode == 3 and dead.stderr.count("\n") == 1, dead.stderr
+            assert dead.stderr.startswith("error (database_unavailable)") and "repairing" not in dead.stderr
+            again = run_cli(["search", "parental leave", "-c", "docs"], env)
+            assert again.returncode == 0 and "parental-leave.md" in again.stdout, again.stderr
+            assert again.stderr == ""
+    finally:
+        embedded.stop(tmp_path / "pgdata")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import sys
 import time
@@ -123,6 +124,8 @@ class Cli(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
+        # the pool's retries while the database is away are not the user's to read: the command's one line says it
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
         try:
             return super().main(*args, **kwargs)
         except click.exceptions.NoArgsIsHelpError as exc:

@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     # db_lock_timeout_s for a lock, so no tenant's SQL holds a backend or a lock for long
     db_statement_timeout_s: float = Field(default=300.0, gt=0, le=86400)
     db_lock_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    # each tenant's role: sessions open at once (ragd's own tenant pools count: 4 per process), and the temporary
+    # files one of its statements may write (MB; needs a superuser or SET on temp_file_limit, else not set), so no
+    # tenant's SQL takes every connection or fills the disk
+    tenant_connection_limit: int = Field(default=20, ge=1, le=10_000)
+    tenant_temp_file_limit_mb: int = Field(default=2048, ge=1)
     embedder: str = "bge-small-en"
     tenant: str = "default"
     collection: str = "default"

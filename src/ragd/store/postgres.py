@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings, load_settings
-from ..errors import DatabaseUnavailable, InvalidRequest, MigrationError, RagdError, TenantNotFound
+from ..errors import Busy, DatabaseUnavailable, InvalidRequest, MigrationError, RagdError, TenantNotFound
 from . import embedded, queries
 
 _log = logging.getLogger(__name__)
@@ -38,6 +38,10 @@ SPARE_WAIT_S = 0.02
 # A btree of the BM25 blocks' keys built afresh holds ~145 entries a page (1.2M drawn chunks), one kept by ingest
 # and compaction ~35 (180k); below this many it is rebuilt.
 SPARSE_ENTRIES_PER_PAGE = 16
+# What libpq says when no server answers at all (psycopg gives connection failures no SQLSTATE): a tenant login that
+# fails so is the database's trouble, not its role's, and nothing is repaired.
+_UNREACHABLE = ("Connection refused", "No such file or directory", "timeout expired", "could not translate host",
+                "the database system is", "server closed the connection", "Network is unreachable", "No route to host")
 
 
 def _drop_indexes(conn: psycopg.Connection[Any], names: list[str]) -> None:
@@ -145,6 +149,7 @@ class Store:
         self._schema: str | None = None
         self._prewarm: str | None = None  # pg_prewarm's schema once looked for ('': not to be had)
         self._roles: dict[str, str] = {}
+        self._limits_settable: bool | None = None  # whether this login may store temp_file_limit for tenant roles
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
@@ -196,7 +201,8 @@ class Store:
             conn.execute(queries.TENANT_ROLE_LOCK)
             conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant_id})
             if conn.execute(queries.ROLE_EXISTS, {"role": role}).fetchone() is None:
-                conn.execute(queries.create_tenant_role(role, _role_password(self._secret, role)))
+                conn.execute(queries.create_tenant_role(role, _role_password(self._secret, role),
+                                                        self.settings.tenant_connection_limit))
             conn.execute(queries.MAP_TENANT_ROLE, {"role": role, "tenant_id": tenant_id})
         self._roles[tenant_id] = role
         return role
@@ -239,9 +245,12 @@ class Store:
 
     def _check_login(self, role: str, tenant_id: str) -> str:
         """The tenant role's login URL, after one login succeeded as that role and showed no privilege beyond a
-        tenant's. SQL in a tenant's session may have changed its own login (`ALTER ROLE CURRENT_USER PASSWORD`,
-        `ALTER ROLE CURRENT_USER SET ...`): a failed login, or settings stored for the role, are repaired from the
-        privileged session, once. A login that still fails refuses this tenant's sessions only."""
+        tenant's and the limits ragd gives it. SQL in a tenant's session may have changed its own login (`ALTER
+        ROLE CURRENT_USER PASSWORD`, `ALTER ROLE CURRENT_USER SET ...`, `role` too, which makes current_user
+        another role at login: the check reads the session user's): a failed login, or settings stored for the
+        role other than ragd's, are repaired from the privileged session, once. A login that still fails refuses
+        this tenant's sessions only; a tenant at its connection limit is told so (Busy); a server that is not
+        there is DatabaseUnavailable, nothing repaired."""
         url = self._login_url(role)
         repaired = False
         while True:
@@ -249,34 +258,65 @@ class Store:
                 with psycopg.connect(url, connect_timeout=5, autocommit=True) as conn:
                     row = conn.execute(queries.LOGIN_CHECK).fetchone()
             except psycopg.OperationalError as exc:
-                if repaired:
-                    raise DatabaseUnavailable(
-                        f"tenant {tenant_id!r} cannot log in to PostgreSQL as its own role: "
-                        f"{_first_line(str(exc))}. Allow password logins for the ragd_t_* roles in pg_hba.conf "
-                        "(or set RAGD_APP_DATABASE_URL to an address where they may log in)") from exc
+                self._login_failed(exc, tenant_id, repaired)
                 self._repair_login(role)
                 repaired = True
                 continue
             assert row is not None
-            superuser, bypass_rls, settings = row
+            superuser, bypass_rls, limit, stored, stored_here = row
             if superuser or bypass_rls:  # never true of a role ragd created; refused if someone made it so
                 raise DatabaseUnavailable(
                     f"tenant {tenant_id!r}'s role is a superuser or bypasses row-level security; ragd runs no "
                     "tenant session over such a login. Run `ALTER ROLE ... NOSUPERUSER NOBYPASSRLS` on it")
-            if settings and not repaired:
-                self._repair_login(role)
+            if not repaired and (limit != self.settings.tenant_connection_limit or stored_here
+                                 or list(stored or ()) != self._role_limits()):
+                self._repair_login(role, changed=bool(stored_here) or bool(set(stored or ()) - set(
+                    self._role_limits(wanted=True))))
                 repaired = True
                 continue
             return url
 
-    def _repair_login(self, role: str) -> None:
-        """Give a tenant role back its password, its attributes and no stored settings."""
+    def _login_failed(self, exc: psycopg.OperationalError, tenant_id: str, repaired: bool) -> None:
+        """Raise what a failed tenant login means, unless it is one a repair may cure (a changed password)."""
+        reason = _first_line(str(exc))
+        if exc.sqlstate == "53300" or "too many connections for role" in reason:
+            raise Busy(f"tenant {tenant_id!r} has too many connections open (its role's limit, "
+                       f"RAGD_TENANT_CONNECTION_LIMIT={self.settings.tenant_connection_limit}): close some of its "
+                       "sessions, or retry later") from exc
+        if any(sign in reason for sign in _UNREACHABLE):  # no server there: nothing to repair
+            raise DatabaseUnavailable(f"the database is unavailable ({_redact(self.url)}): {reason}") from exc
+        if repaired:
+            raise DatabaseUnavailable(
+                f"tenant {tenant_id!r} cannot log in to PostgreSQL as its own role: {reason}. Allow password "
+                "logins for the ragd_t_* roles in pg_hba.conf (or set RAGD_APP_DATABASE_URL to an address where "
+                "they may log in)") from exc
+
+    def _role_limits(self, *, wanted: bool = False) -> list[str]:
+        """The settings stored for every tenant role (its `setconfig`): temp_file_limit, where this login may set
+        it (a superuser, or one granted SET on it), else none; with `wanted`, as if it may."""
+        setting = [f"temp_file_limit={self.settings.tenant_temp_file_limit_mb * 1024}"]
+        return setting if wanted or self._limits_settable is not False else []
+
+    def _repair_login(self, role: str, *, changed: bool = True) -> None:
+        """Give a tenant role back its password, its attributes and its limits, and no other stored settings."""
         assert self._secret is not None
-        _log.warning("repairing the login of tenant role %s (its password or stored settings were changed)", role)
+        if changed:
+            _log.warning("repairing the login of tenant role %s (its password or stored settings were changed)", role)
         with self.admin() as conn:
             for statement in queries.repair_tenant_role(role, _role_password(self._secret, role),
-                                                        str(conn.info.dbname)):
+                                                        str(conn.info.dbname), self.settings.tenant_connection_limit):
                 conn.execute(statement)
+            if self._limits_settable is False:
+                return
+            try:
+                with conn.transaction():
+                    conn.execute(queries.tenant_role_limits(role, self.settings.tenant_temp_file_limit_mb * 1024))
+                self._limits_settable = True
+            except psycopg.errors.InsufficientPrivilege as exc:
+                self._limits_settable = False
+                _log.warning("tenant roles get no temp_file_limit (%s): a tenant's SQL may write temporary files "
+                             "up to the server's own limit. Run `GRANT SET ON PARAMETER temp_file_limit TO %s` as "
+                             "a superuser to bound them", _first_line(str(exc)), conn.info.user)
 
     def __enter__(self) -> Store:
         return self

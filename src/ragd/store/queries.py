@@ -26,27 +26,40 @@ MAP_TENANT_ROLE = """
 INSERT INTO tenant_roles (role_name, tenant_id) VALUES (%(role)s, %(tenant_id)s) ON CONFLICT DO NOTHING"""
 CURRENT_TENANT = "SELECT ragd_tenant()"
 # A tenant login's check: its attributes, and whether settings are stored for it (by ALTER ROLE ... SET).
+# Read by the login being checked: its role is the session user (a stored `role` setting makes current_user another
+# role at login), with what is stored for it, for every database and for this one.
 LOGIN_CHECK = """
-SELECT r.rolsuper, r.rolbypassrls,
-       EXISTS (SELECT 1 FROM pg_db_role_setting s WHERE s.setrole = r.oid AND s.setdatabase IN (0, d.oid))
-FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()"""
+SELECT r.rolsuper, r.rolbypassrls, r.rolconnlimit,
+       (SELECT s.setconfig FROM pg_db_role_setting s WHERE s.setrole = r.oid AND s.setdatabase = 0),
+       (SELECT s.setconfig FROM pg_db_role_setting s WHERE s.setrole = r.oid AND s.setdatabase = d.oid)
+FROM pg_roles r, pg_database d WHERE r.rolname = session_user AND d.datname = current_database()"""
 
 
-def repair_tenant_role(role: str, password: str, database: str) -> list[sql.Composed]:
-    """A tenant role's login as ragd made it: its password, no stored settings (its attributes a tenant cannot
-    change, and the login check refuses a role with more than a tenant's)."""
+def repair_tenant_role(role: str, password: str, database: str, connection_limit: int) -> list[sql.Composed]:
+    """A tenant role's login as ragd made it: its password, its connection limit, no stored settings (its
+    attributes a tenant cannot change, and the login check refuses a role with more than a tenant's). The limits
+    ragd stores for it are set afterwards (tenant_role_limits)."""
     name = sql.Identifier(role)
-    return [sql.SQL("ALTER ROLE {role} LOGIN PASSWORD {password}").format(role=name, password=sql.Literal(password)),
+    return [sql.SQL("ALTER ROLE {role} LOGIN PASSWORD {password} CONNECTION LIMIT {limit}").format(
+                role=name, password=sql.Literal(password), limit=sql.Literal(connection_limit)),
             sql.SQL("ALTER ROLE {role} RESET ALL").format(role=name),
             sql.SQL("ALTER ROLE {role} IN DATABASE {db} RESET ALL").format(role=name, db=sql.Identifier(database))]
 
 
-def create_tenant_role(role: str, password: str) -> sql.Composed:
-    """A login role for one tenant: no privilege of its own beyond ragd_app's, row-level security applies."""
+def tenant_role_limits(role: str, temp_file_limit_kb: int) -> sql.Composed:
+    """The setting stored for a tenant role that its sessions cannot change (only a superuser, or a role granted SET
+    on it, may set temp_file_limit): the temporary files one of its statements may write."""
+    return sql.SQL("ALTER ROLE {role} SET temp_file_limit = {kb}").format(role=sql.Identifier(role),
+                                                                       kb=sql.Literal(temp_file_limit_kb))
+
+
+def create_tenant_role(role: str, password: str, connection_limit: int) -> sql.Composed:
+    """A login role for one tenant: no privilege of its own beyond ragd_app's, row-level security applies, at most
+    `connection_limit` sessions at once."""
     return sql.SQL(
         "CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOREPLICATION "
-        "PASSWORD {password} IN ROLE ragd_app"
-    ).format(role=sql.Identifier(role), password=sql.Literal(password))
+        "CONNECTION LIMIT {limit} PASSWORD {password} IN ROLE ragd_app"
+    ).format(role=sql.Identifier(role), password=sql.Literal(password), limit=sql.Literal(connection_limit))
 
 
 CREATE_SCHEMA_MIGRATIONS = """
