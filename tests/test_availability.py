@@ -24,7 +24,6 @@ import ragd
 from ragd import jobs
 from ragd.config import Settings
 from ragd.errors import Busy
-
 from ragd.store import embedded
 
 from .conftest import SAMPLES, run_cli

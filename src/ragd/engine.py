@@ -41,10 +41,10 @@ from .errors import (
     RunNotFound,
     TenantNotFound,
 )
+from .ingest.bounds import Limits as ExtractLimits
 from .ingest.chunk import chunk_blocks
 from .ingest.extract import ExtractOptions
 from .ingest.extract.markdown import markdown_blocks
-from .ingest.bounds import Limits as ExtractLimits
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
 from .ingest.pipeline import Duplicates, Part, Progress, run_ingest
@@ -684,7 +684,8 @@ class Collection:
             data = keeper.get(conn, self.tenant, row["source_sha256"])
         media_type = row["media_type"] or "application/octet-stream"
         if self.settings.extract_isolation:  # no original or quote keeps this thread past the render's deadline
-            limits = dataclasses.replace(ExtractLimits.from_settings(self.settings), timeout_s=self.settings.render_timeout_s)
+            limits = dataclasses.replace(ExtractLimits.from_settings(self.settings),
+                                         timeout_s=self.settings.render_timeout_s)
             rendered = render_isolated(data, media_type, number, boxes, quotes, limits)
         else:
             rendered = render_page(data, media_type, number, boxes, quotes)

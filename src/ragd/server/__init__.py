@@ -619,10 +619,12 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     def list_documents(r: Rag, who: Tenant, collection: CollectionParam = None,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                        offset: Annotated[int, Query(ge=0)] = 0,
-                       q: Annotated[str | None, Query(max_length=512, pattern=TEXT, description="A piece of the title or id")]
+                       q: Annotated[str | None, Query(max_length=512, pattern=TEXT,
+                                                      description="A piece of the title or id")]
                        = None,
                        tag: Annotated[str | None, Query(max_length=512, pattern=TEXT)] = None,
-                       type: Annotated[str | None, Query(max_length=64, pattern=TEXT, description="A source type: pdf, docx...")]
+                       type: Annotated[str | None, Query(max_length=64, pattern=TEXT,
+                                                         description="A source type: pdf, docx...")]
                        = None) -> dict[str, Any]:
         """Documents of a collection (by external id), with their active version, its original's size and media
         type and their count of versions; `q`, `tag` and `type` narrow them, `total` counts all that match."""
