@@ -5,6 +5,7 @@ worker that drains the queue finishes what killed workers left."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -13,20 +14,22 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
 import ragd
-from ragd import jobs
+from ragd import jobs, keys
 from ragd.config import Settings
 from ragd.errors import Busy
 from ragd.store import embedded
 
-from .conftest import SAMPLES, run_cli
+from .conftest import SAMPLES, run_cli, serving
 
 
 def _note(folder: Path, name: str, text: str) -> Path:
@@ -222,3 +225,158 @@ def test_a_command_after_the_postmaster_died_is_one_line_or_an_answer(tmp_path: 
             assert again.stderr == ""
     finally:
         embedded.stop(tmp_path / "pgdata")
+
+
+# -- tenant A in every hostile state at once, tenant B served as usual ---------------------------------------------
+
+RAGD_TABLES = ("tenants", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
+               "lexical_blocks", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
+               "embedding_cache", "ingestion_runs", "ingestion_items", "ingestion_files", "query_executions",
+               "idempotency_keys", "evaluations", "tenant_roles", "api_keys", "ragd_locks", "schema_migrations",
+               "ragd_secret", "procrastinate_jobs")
+
+
+def _hostile(url: str, tenants: list[str]) -> list[psycopg.Connection[Any]]:
+    """Tenant A's logins holding what a tenant may hold: advisory keys (every key ragd ever used), an idle
+    REPEATABLE READ transaction (its snapshot holds back every CREATE INDEX CONCURRENTLY), every table lock and
+    row lock its role may take, and then every connection its role may open."""
+    held: list[psycopg.Connection[Any]] = []
+    keys_conn = psycopg.connect(url, autocommit=True)
+    held.append(keys_conn)
+    for tenant in tenants:
+        keys_conn.execute("SELECT pg_advisory_lock(hashtextextended('ragd-queue:' || %s, 0))", (tenant,))
+    for key in ("ragd.tenant_roles", "ragd.migrate"):
+        keys_conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+    snapshot = psycopg.connect(url)
+    held.append(snapshot)
+    snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    snapshot.execute("SELECT count(*) FROM chunks")
+    locks = psycopg.connect(url)
+    held.append(locks)
+    locks.execute("SELECT 1")  # its transaction open: what follows are savepoints of it, held to the end
+    for table in RAGD_TABLES:
+        for statement in (f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE", f"SELECT 1 FROM {table} FOR UPDATE"):
+            try:
+                with locks.transaction():
+                    locks.execute(statement)
+            except psycopg.Error:
+                pass  # (not this role's to lock: the point of the test is what it may)
+    for table in ("collections", "documents", "document_versions", "ingestion_runs"):
+        with contextlib.suppress(psycopg.Error):
+            locks.execute(f"SELECT 1 FROM {table} FOR UPDATE")
+    while True:  # then every connection left to its role
+        try:
+            held.append(psycopg.connect(url, autocommit=True))
+        except psycopg.OperationalError as exc:
+            assert "too many connections for role" in str(exc)
+            return held
+        assert len(held) < 500
+
+
+def test_tenant_a_in_every_hostile_state_stalls_only_itself(client: ragd.Ragd, cli_env: dict[str, str],
+                                                           tmp_path: Path) -> None:
+    """While A holds everything above and sends uploads of its own, B searches, uploads into a new collection
+    (its index is built in the background, behind A's snapshot, never in the request) and reads /readyz: each
+    answer within 1 s at p95, nothing 5xx but A's own (503 with Retry-After)."""
+    tag = uuid.uuid4().hex[:6]
+    a, b = "hostile-a-" + tag, "victim-b-" + tag
+    _, key_a = keys.create(client.store, a, "tests")
+    _, key_b = keys.create(client.store, b, "tests")
+    client.collection("mine", tenant=a).ingest(documents=[{"id": "a1", "text": "A's own ledger of copper."}])
+    client.collection("mine", tenant=b).ingest(documents=[{"id": "b1", "text": "B's own ledger of tin."}])
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_RATE_LIMIT_PER_MINUTE": "0", "RAGD_DB_TIMEOUT_S": "3",
+           "RAGD_DB_LOCK_TIMEOUT_S": "3", "RAGD_TENANT_CONNECTION_LIMIT": "20"}
+    auth_a, auth_b = {"Authorization": f"Bearer {key_a}"}, {"Authorization": f"Bearer {key_b}"}
+    with serving(env) as server, httpx.Client(base_url=server["url"], timeout=60) as http:
+        assert http.get("/readyz").status_code == 200
+        assert http.post("/v1/search", json={"query": "tin", "namespace": "mine"}, headers=auth_b).status_code == 200
+        held = _hostile(client.store._login_url(client.store.tenant_role(a)), [a, b])
+        try:
+            def upload_a(n: int) -> int:
+                files = [("files", (f"a-{n}.md", f"# A {n}\n\nA's upload {n} about copper.\n".encode(),
+                                    "text/markdown"))]
+                wait = "false" if n % 2 else "true"
+                return http.post("/v1/documents", params={"collection": f"a-new-{n}", "wait": wait}, files=files,
+                                 headers=auth_a).status_code
+
+            timings: list[float] = []
+            statuses: list[tuple[str, int]] = []
+
+            def timed(what: str, call: Any) -> None:
+                started = time.monotonic()
+                response = call()
+                timings.append(time.monotonic() - started)
+                statuses.append((what, response.status_code))
+
+            with ThreadPoolExecutor(8) as pool:
+                a_replies = pool.map(upload_a, range(8))
+                for n in range(6):
+                    timed("search", lambda: http.post("/v1/search", json={"query": "tin", "namespace": "mine"},
+                                                      headers=auth_b))
+                    timed("readyz", lambda: http.get("/readyz"))
+                    timed("upload", lambda n=n: http.post(
+                        "/v1/documents", params={"collection": f"b-new-{tag}-{n}"}, headers=auth_b,
+                        files=[("files", (f"b-{n}.md", f"# B {n}\n\nB's note {n} on tin.\n".encode(),
+                                          "text/markdown"))]))
+                    timed("list", lambda: http.get("/v1/documents", params={"collection": "mine"}, headers=auth_b))
+                a_statuses = list(a_replies)
+            found = http.post("/v1/search", json={"query": "note tin", "namespace": f"b-new-{tag}-0",
+                                                  "threshold": 0.0}, headers=auth_b)
+        finally:
+            for conn in held:
+                conn.close()
+    assert all(status < 500 for _, status in statuses), statuses
+    assert [s for w, s in statuses if w == "upload"] == [200] * 6
+    timings.sort()
+    p95 = timings[int(0.95 * (len(timings) - 1))]
+    assert p95 < 1.0, (p95, timings)
+    assert found.status_code == 200 and found.json()["results"], found.text  # searched by exact scan meanwhile
+    assert all(status in (200, 202, 503) for status in a_statuses), a_statuses  # A's own trouble only
+    assert "Traceback" not in server["stderr"]
+
+
+def test_a_tenants_waiting_requests_hold_only_its_share_of_the_connections(
+        settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """Bulkheads: A's requests waiting on the database hold at most ADMIN_SHARE of the privileged pool and all of
+    A's own sessions, never more; past RAGD_DB_TIMEOUT_S the next of A's is Busy (503 with Retry-After), while B's
+    go on at once."""
+    from ragd.store.postgres import ADMIN_SHARE, TENANT_POOL_SIZE
+
+    a, b = two
+    with ragd.connect(settings=settings.model_copy(update={"db_timeout_s": 0.5})) as rag, \
+            contextlib.ExitStack() as stack:
+        rag.store.tenant_role(a.tenant)  # (known to this process: no lookup needs A's share below)
+        for _ in range(ADMIN_SHARE):
+            stack.enter_context(rag.store.admin(a.tenant))
+        started = time.monotonic()
+        with pytest.raises(Busy, match="requests waiting on the database"), rag.store.admin(a.tenant):
+            pass
+        assert time.monotonic() - started < 3
+        with rag.store.admin(b.tenant) as conn:  # B's share is B's
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        for _ in range(TENANT_POOL_SIZE):
+            stack.enter_context(rag.store.tenant(a.tenant))
+        with pytest.raises(Busy, match="sessions of this process in use"), rag.store.tenant(a.tenant):
+            pass
+        assert rag.collection("avail", tenant=b.tenant, create=False).search("tin")
+
+
+def test_busy_is_a_503_with_retry_after(settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragd.server import create_app
+    from ragd.store.postgres import TENANT_POOL_SIZE
+
+    a, _ = two
+    rag = ragd.connect(settings=settings.model_copy(update={"db_timeout_s": 0.5, "rate_limit_per_minute": 0}))
+    try:
+        _, key = keys.create(rag.store, a.tenant, "tests")
+        with TestClient(create_app(client=rag)) as http, contextlib.ExitStack() as stack:
+            for _ in range(TENANT_POOL_SIZE):
+                stack.enter_context(rag.store.tenant(a.tenant))
+            r = http.post("/v1/search", json={"query": "copper", "namespace": "avail"},
+                          headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 503 and r.json()["error"] == "busy" and r.headers["retry-after"] == "5", r.text
+        assert "sessions of this process in use" in r.json()["message"]
+    finally:
+        rag.close()

@@ -125,6 +125,13 @@ class Ragd:
         self._reranker: Reranker | bool | None = False  # False: not made yet
         self._generator: Generator | bool | None = False
         self._written: dict[str, str] = {}  # tenant -> the primary's WAL position after its last write here
+        # A server builds new collections' HNSW indexes in threads of their own, on connections of their own, so that
+        # no request waits for one: CREATE INDEX CONCURRENTLY waits for every older transaction, another tenant's
+        # too. Elsewhere (the CLI, workers, the library) an ingest builds its collection's index before it returns.
+        self.background_index_builds = False
+        self._builds: dict[uuid.UUID, threading.Thread] = {}
+        self._indexed: set[uuid.UUID] = set()  # collections whose index this process saw valid
+        self._builds_lock = threading.Lock()
 
     @property
     def reranker(self) -> Reranker | None:
@@ -155,6 +162,36 @@ class Ragd:
         wait for a replica to replay it (read your writes)."""
         if self.store.replicas:
             self._written[tenant] = self.store.write_lsn()
+
+    def build_in_background(self, col: Collection) -> None:
+        """Build col's HNSW index (Collection.build_vector_index) in a thread of its own, unless this process knows
+        it valid or is building it; searches scan the collection's vectors exactly meanwhile."""
+        with self._builds_lock:
+            running = self._builds.get(col.collection_id)
+            if col.collection_id in self._indexed or (running is not None and running.is_alive()):
+                return
+            thread = threading.Thread(target=self._build, args=(col,), name=f"ragd-index-{col.collection_id}",
+                                      daemon=True)  # (a build cut short by the process's exit is redone next time)
+            self._builds[col.collection_id] = thread
+            thread.start()
+
+    def _build(self, col: Collection) -> None:
+        try:
+            if col.build_vector_index():
+                with self._builds_lock:
+                    self._indexed.add(col.collection_id)
+        except Exception as exc:  # of any kind: the rows are stored and searched exactly; the next ingest retries
+            _log.warning("the HNSW index of collection %s was not built (%s); searches scan its vectors exactly "
+                         "until the next ingest builds it", col.collection_id, " ".join(str(exc).split()))
+
+    def wait_for_index_builds(self, timeout_s: float | None = None) -> bool:
+        """Wait for the index builds running in the background; True when none is left running."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._builds_lock:
+            threads = list(self._builds.values())
+        for thread in threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in threads)
 
     def close(self) -> None:
         self.store.close()
@@ -283,7 +320,7 @@ class Ragd:
         is built when its first ingest run ends, from all the rows at once (Collection.ensure_vector_index)."""
         cid = ids.collection_id(tenant, name)
         dims = embedder.dims
-        with self.store.admin() as conn:
+        with self.store.admin(tenant) as conn:
             conn.execute(queries.CREATE_COLLECTION, {
                 "collection_id": cid, "tenant_id": tenant, "name": name, "embed_model": embedder.name,
                 "embed_dims": dims, "chunk_policy": json.dumps(policy.as_dict()),
@@ -375,10 +412,20 @@ class Collection:
         """Build the collection's HNSW index if it is missing or invalid (a build that was killed); True when a
         valid index is in place. A new collection has none: its first ingest run writes its rows without paying
         for one graph insert per vector and builds the graph once at the end (several times faster), while
-        searches scan its vectors exactly. The build runs concurrently, so other tenants keep writing; one
-        process builds a collection's index at a time, the others leave it to that one."""
+        searches scan its vectors exactly. In a server (Ragd.background_index_builds) the build runs in a thread
+        of its own and this returns False at once: no request waits for it."""
+        if self.client.background_index_builds:
+            self.client.build_in_background(self)
+            return False
+        return self.build_vector_index()
+
+    def build_vector_index(self) -> bool:
+        """ensure_vector_index's build, on a connection of its own (never one of the pools': CREATE INDEX
+        CONCURRENTLY waits for every transaction older than it, another tenant's too, and must hold no slot that
+        requests need meanwhile). The build runs concurrently, so other tenants keep writing; one process builds a
+        collection's index at a time, the others leave it to that one."""
         name = queries.hnsw_index_name(self.collection_id)
-        with self.store.maintenance() as conn:
+        with self.store.dedicated() as conn:
             if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,):
                 return True
             with self.store.exclusive(conn, name) as mine:
@@ -1181,6 +1228,7 @@ def _generated(question: str, context: Sequence[Candidate], generator: Generator
 
 
 QUERY_LOG = logging.getLogger("ragd.query")
+_log = logging.getLogger("ragd.engine")
 
 
 def log_timestamp() -> str:

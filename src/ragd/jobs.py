@@ -35,6 +35,7 @@ from procrastinate.sql import queries as procrastinate_queries
 
 from .engine import Collection, Ragd
 from .errors import (
+    Busy,
     DatabaseUnavailable,
     InvalidRequest,
     OriginalsUnavailable,
@@ -61,8 +62,8 @@ from .store import queries
 log = logging.getLogger("ragd.jobs")
 QUEUE = "ragd_ingest"
 TASK = "ragd.ingest_file"
-# failures worth another try later: the database or a model provider away for a while
-TRANSIENT = (DatabaseUnavailable, ProviderError, OriginalsUnavailable, psycopg.OperationalError)
+# failures worth another try later: the database or a model provider away for a while, a tenant's own sessions busy
+TRANSIENT = (DatabaseUnavailable, Busy, ProviderError, OriginalsUnavailable, psycopg.OperationalError)
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,7 @@ def enqueue(col: Collection, paths: Sequence[str | os.PathLike[str]] = (), *,
               "metadata": dict(metadata or {}), "duplicates": duplicates, "near_duplicate_threshold": threshold,
               "options": {"follow_symlinks": options.follow_symlinks}, "embed_model": col.embed_model,
               "chunk_policy": col.policy.as_dict(), "files": len(files)}
-    with col.store.admin() as conn:
-        _bounded(conn, col.client)
+    with col.store.admin(col.tenant) as conn:  # (a bulkhead: this tenant's waits stall no other tenant)
         conn.execute(queries.QUEUE_LOCK, {"tenant_id": col.tenant})  # one enqueue of a tenant at a time
         open_files = conn.execute(queries.OPEN_FILES, {"tenant_id": col.tenant}).fetchone()[0]  # type: ignore[index]
         if open_files + len(files) > limit:
@@ -150,7 +150,7 @@ def cancel(rag: Ragd, run_id: str, *, tenant: str | None = None) -> dict[str, An
     """Cancel a run: its queued files are dropped (their jobs deleted); files being stored finish, and every item
     stored stays. A run that already ended is left as it is."""
     run = rag.run(run_id, tenant=tenant)  # the tenant's own run, or RunNotFound
-    with rag.store.admin() as conn:
+    with rag.store.admin(rag._tenant(tenant)) as conn:
         row = conn.execute(queries.LOCK_RUN, {"run_id": run["run_id"]}).fetchone()
         if row is None or row[0] not in ("queued", "running"):
             return {"run_id": str(run["run_id"]), "status": row[0] if row else run["status"], "dropped": 0}

@@ -332,6 +332,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rag = client or connect(settings=settings or load_settings())
+        inline = not rag.background_index_builds
+        rag.background_index_builds = True  # no request waits for an index build (it waits for other tenants)
         app.state.rag = rag
         swept = sweep(rag.settings.home)
         if swept:
@@ -361,6 +363,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
                     await worker
             if owned:
                 rag.close()
+            elif inline:  # a client given to the app is given back as it came
+                rag.background_index_builds = False
 
     # no /docs or /redoc: FastAPI's pages load Swagger UI / ReDoc from a CDN into the API's origin; the OpenAPI
     # document is served at /openapi.json for any viewer the operator trusts

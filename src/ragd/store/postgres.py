@@ -31,6 +31,10 @@ TENANT_ROLE_PREFIX = "ragd_t_"
 # TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
 MAX_TENANT_POOLS = 16
 TENANT_POOL_SIZE = 4
+# Of the privileged pool's ADMIN_POOL_SIZE connections, the most one tenant's requests hold at once (admin(tenant)):
+# its uploads waiting on its own locks leave the others to everyone else.
+ADMIN_POOL_SIZE = 8
+ADMIN_SHARE = 3
 # How long a search holding one connection waits for a second to run its legs side by side: an idle one is taken at
 # once, a pool that can grow opens one within a few ms; one with every connection busy is not waited for (the legs
 # run one after the other). Not less: the worker thread asking for it may wait a GIL switch (5 ms) to run.
@@ -140,7 +144,7 @@ class Store:
         self._check_reachable()
         if migrate:
             self.migrate()
-        self._pool = _pool(url, "ragd-admin", min_size=0, timeout=settings.db_timeout_s)
+        self._pool = _pool(url, "ragd-admin", min_size=0, max_size=ADMIN_POOL_SIZE, timeout=settings.db_timeout_s)
         # Tenant sessions log in as their tenant's own role, and only so: no SQL run on them can become another
         # tenant or the privileged login (see migration 0006). There is no fallback that takes a tenant's role on
         # the privileged login (SQL could RESET ROLE out of it), and one tenant's login trouble is that tenant's
@@ -152,6 +156,7 @@ class Store:
         self._limits_settable: bool | None = None  # whether this login may store temp_file_limit for tenant roles
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
+        self._shares: dict[str, threading.BoundedSemaphore] = {}  # admin connections a tenant's requests may hold
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
         self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
         urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()]
@@ -183,7 +188,7 @@ class Store:
         role = self._roles.get(tenant_id)
         if role is not None:
             return role
-        with self.admin() as conn:
+        with self.admin(tenant_id) as conn:
             if self._secret is None:
                 row = conn.execute(queries.READ_SECRET).fetchone()
                 if row is None:
@@ -342,10 +347,28 @@ class Store:
     # -- sessions -----------------------------------------------------------------------------
 
     @contextmanager
-    def admin(self) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction as the session user (schema owner): collection DDL, tenant creation."""
-        with self._connection() as conn, conn.transaction():
-            yield conn
+    def admin(self, tenant: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction as the session user (schema owner): collection DDL, tenant creation. On behalf of a tenant
+        (`tenant`: a request's work, which may meet that tenant's own locks), it is a bulkhead: the tenant holds at
+        most ADMIN_SHARE of the pool's connections at once, waits at most RAGD_DB_TIMEOUT_S for one and at most
+        RAGD_DB_LOCK_TIMEOUT_S for a lock, and past either gets Busy; other tenants' work goes on."""
+        if tenant is None:
+            with self._connection() as conn, conn.transaction():
+                yield conn
+            return
+        share = self._shares.setdefault(tenant, threading.BoundedSemaphore(ADMIN_SHARE))
+        if not share.acquire(timeout=self.settings.db_timeout_s):
+            raise Busy(f"tenant {tenant!r} has {ADMIN_SHARE} requests waiting on the database already; retry later")
+        try:
+            with self._connection() as conn, conn.transaction():
+                conn.execute(queries.SET_LOCAL_LOCK_TIMEOUT, (f"{self.settings.db_lock_timeout_s:g}s",))
+                try:
+                    yield conn
+                except psycopg.errors.LockNotAvailable as exc:
+                    raise Busy(f"tenant {tenant!r}'s request waited {self.settings.db_lock_timeout_s:g} s for a lock "
+                               "(RAGD_DB_LOCK_TIMEOUT_S), held by another session of that tenant; retry later") from exc
+        finally:
+            share.release()
 
     @contextmanager
     def maintenance(self) -> Iterator[psycopg.Connection[Any]]:
@@ -359,13 +382,30 @@ class Store:
                     conn.autocommit = False
 
     @contextmanager
+    def dedicated(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the session user's of its own, outside every pool (autocommit), for work that may wait
+        on others for long (an index build waits for every older transaction): it takes no slot a request needs."""
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10, application_name="ragd-maintenance")
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL ({_redact(self.url)}): "
+                                      f"{_first_line(str(exc))}") from exc
+        with conn:
+            conn.execute("SET jit = off")
+            yield conn
+
+    @contextmanager
     def tenant(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
         """A transaction logged in as the tenant's role: row-level security shows and accepts its rows only."""
         role = self.tenant_role(tenant_id)
         with contextlib.ExitStack() as stack:
+            pool = self._tenant_pool(role, tenant_id)
             try:
-                conn = stack.enter_context(self._tenant_pool(role, tenant_id).connection())
-            except (PoolTimeout, psycopg.OperationalError):
+                conn = stack.enter_context(pool.connection())
+            except (PoolTimeout, psycopg.OperationalError) as exc:
+                if isinstance(exc, PoolTimeout) and _saturated(pool):  # its own sessions hold them all: its wait
+                    raise Busy(f"tenant {tenant_id!r} has every one of its {pool.max_size} sessions of this "
+                               f"process in use for {pool.timeout:g} s (RAGD_DB_TIMEOUT_S); retry later") from exc
                 # the pool's logins may have been changed under it: checked, repaired and opened again, once
                 self._drop_pool(role)
                 conn = stack.enter_context(self._connection(self._tenant_pool(role, tenant_id)))
@@ -549,10 +589,16 @@ class Store:
 
     @contextmanager
     def _connection(self, pool: ConnectionPool | None = None) -> Iterator[psycopg.Connection[Any]]:
+        pool = pool or self._pool
         try:
-            with (pool or self._pool).connection() as conn:
+            with pool.connection() as conn:
                 yield conn
-        except (PoolTimeout, psycopg.OperationalError) as exc:
+        except PoolTimeout as exc:
+            if _saturated(pool):  # every connection in use: the database is there, busy with other requests
+                raise Busy(f"every connection of pool {pool.name} was in use for {pool.timeout:g} s "
+                           "(RAGD_DB_TIMEOUT_S); retry later") from exc
+            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
+        except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
 
     # -- schema -------------------------------------------------------------------------------
@@ -720,6 +766,12 @@ def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: fl
                           configure=lambda conn: _configure(conn, session),
                           reset=lambda conn: _reset(conn, session), check=ConnectionPool.check_connection,
                           open=True, timeout=timeout, name=name)
+
+
+def _saturated(pool: ConnectionPool) -> bool:
+    """Whether every connection the pool may have is open and in use."""
+    stats = pool.get_stats()
+    return stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
 
 
 def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:

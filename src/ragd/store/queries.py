@@ -28,6 +28,7 @@ CURRENT_TENANT = "SELECT ragd_tenant()"
 # A tenant login's check: its attributes, and whether settings are stored for it (by ALTER ROLE ... SET).
 # Read by the login being checked: its role is the session user (a stored `role` setting makes current_user another
 # role at login), with what is stored for it, for every database and for this one.
+SET_LOCAL_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, true)"
 LOGIN_CHECK = """
 SELECT r.rolsuper, r.rolbypassrls, r.rolconnlimit,
        (SELECT s.setconfig FROM pg_db_role_setting s WHERE s.setrole = r.oid AND s.setdatabase = 0),
