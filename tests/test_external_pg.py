@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -142,3 +143,46 @@ def test_no_tenant_session_runs_on_a_superuser_login(servers: dict[str, str], tm
         _still_isolated(client, "superuser")
     finally:
         client.close()
+
+
+def test_a_tenants_connections_and_stored_settings_are_bounded_here_too(external: str, tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 56 on a managed-style server (ragd's login may create roles, not set superuser parameters): a tenant's
+    raw logins stop at its role's CONNECTION LIMIT (88 had left no login for anyone, the owner included), the next
+    process is told which tenant is at its limit, the owner and other tenants log in; settings the tenant stored
+    (a `role` among them) are repaired; temp_file_limit, which this login may not set, is said once, not failed."""
+    from ragd.errors import Busy
+
+    settings = Settings(home=tmp_path, database_url=external, embedder="hash", reranker="none",
+                        tenant_connection_limit=3, db_timeout_s=2.0)
+    with ragd.connect(settings=settings) as first:
+        first.collection("bounded", tenant="hog").ingest(documents=[{"id": "h", "text": "Hog's ledger of copper."}])
+        first.collection("bounded", tenant="calm").ingest(documents=[{"id": "c", "text": "Calm's ledger of tin."}])
+        url = first.store._login_url(first.store.tenant_role("hog"))
+        role = first.store.tenant_role("hog")
+    assert "temp_file_limit" in caplog.text and "GRANT SET ON PARAMETER temp_file_limit" in caplog.text
+    held: list[psycopg.Connection[Any]] = []
+    try:
+        with pytest.raises(psycopg.OperationalError, match="too many connections for role"):
+            for _ in range(10):
+                held.append(psycopg.connect(url, autocommit=True))
+        assert len(held) == 3
+        held[0].execute("ALTER ROLE CURRENT_USER SET work_mem = '1GB'")
+        held[0].execute("ALTER ROLE CURRENT_USER SET role = 'ragd_app'")
+        with ragd.connect(settings=settings) as second:
+            with pytest.raises(Busy, match="tenant 'hog' has too many connections open"):
+                second.collection("bounded", tenant="hog", create=False).search("copper")
+            assert second.collection("bounded", tenant="calm", create=False).search("tin")
+        with psycopg.connect(external) as owner:  # the owner still logs in
+            assert owner.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        for conn in held:
+            conn.close()
+    with ragd.connect(settings=settings) as third:
+        assert third.collection("bounded", tenant="hog", create=False).search("copper")
+        with third.store.tenant("hog") as conn:
+            assert conn.execute("SELECT current_setting('work_mem') <> '1GB', session_user = current_user"
+                                ).fetchone() == (True, True)
+    with psycopg.connect(external) as owner:
+        assert owner.execute("SELECT rolconnlimit, (SELECT count(*) FROM pg_db_role_setting s WHERE s.setrole = r.oid)"
+                             " FROM pg_roles r WHERE rolname = %s", (role,)).fetchone() == (3, 0)
