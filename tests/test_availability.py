@@ -340,7 +340,7 @@ def test_a_tenants_waiting_requests_hold_only_its_share_of_the_connections(
     """Bulkheads: A's requests waiting on the database hold at most ADMIN_SHARE of the privileged pool and all of
     A's own sessions, never more; past RAGD_DB_TIMEOUT_S the next of A's is Busy (503 with Retry-After), while B's
     go on at once."""
-    from ragd.store.postgres import ADMIN_SHARE, TENANT_POOL_SIZE
+    from ragd.store.postgres import ADMIN_POOL_SIZE, ADMIN_RESERVED, ADMIN_SHARE, TENANT_POOL_SIZE
 
     a, b = two
     with ragd.connect(settings=settings.model_copy(update={"db_timeout_s": 0.5})) as rag, \
@@ -359,6 +359,13 @@ def test_a_tenants_waiting_requests_hold_only_its_share_of_the_connections(
         with pytest.raises(Busy, match="sessions of this process in use"), rag.store.tenant(a.tenant):
             pass
         assert rag.collection("avail", tenant=b.tenant, create=False).search("tin")
+        for _ in range(ADMIN_POOL_SIZE - ADMIN_RESERVED - ADMIN_SHARE):  # B's requests take what tenants may
+            stack.enter_context(rag.store.admin(b.tenant))
+        with pytest.raises(Busy, match="connections for tenants' requests were all in use"), \
+                rag.store.admin("a-third-tenant"):
+            pass
+        with rag.store.admin() as conn:  # key checks and /readyz still find theirs
+            assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_busy_is_a_503_with_retry_after(settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
@@ -380,3 +387,43 @@ def test_busy_is_a_503_with_retry_after(settings: Settings, two: tuple[ragd.Coll
         assert "sessions of this process in use" in r.json()["message"]
     finally:
         rag.close()
+
+
+def test_a_server_asked_to_stop_stops_within_seconds_whatever_its_requests_wait_for(
+        client: ragd.Ragd, cli_env: dict[str, str], tmp_path: Path) -> None:
+    """A request that waits (here A's cancel, waiting on A's own lock on its file for up to a minute) held
+    `ragd serve` after SIGTERM or Ctrl-C until it ended: the server cancels what is still running after
+    SHUTDOWN_GRACE_S, and abandons the threads that still wait."""
+    from ragd.server import SHUTDOWN_GRACE_S
+
+    tenant = "stopper-" + uuid.uuid4().hex[:6]
+    _, key = keys.create(client.store, tenant, "tests")
+    col = client.collection("stops", tenant=tenant)
+    queued = jobs.enqueue(col, [_note(tmp_path, "held.md", "A file whose row its tenant holds.")])
+    env = {**cli_env, "RAGD_SERVE_JOBS": "off", "RAGD_DB_LOCK_TIMEOUT_S": "60", "RAGD_RATE_LIMIT_PER_MINUTE": "0"}
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        with client.store.tenant(tenant) as conn, serving(env) as server:
+            conn.execute("SELECT ragd_hold_file(%s, 0, 0)", (queued.run_id,))  # held until this block ends
+            with ThreadPoolExecutor(1) as pool:
+                waiting = pool.submit(httpx.post, f"{server['url']}/v1/runs/{queued.run_id}/cancel",
+                                      headers={"Authorization": f"Bearer {key}"}, timeout=120)
+                time.sleep(1.0)
+                assert not waiting.done()
+                started = time.monotonic()
+                os.kill(int(server["pid"]), stop)
+                deadline = started + SHUTDOWN_GRACE_S + 10
+                while time.monotonic() < deadline and _alive(int(server["pid"])):
+                    time.sleep(0.1)
+                assert not _alive(int(server["pid"])), f"still running {time.monotonic() - started:.1f} s after {stop}"
+                with contextlib.suppress(httpx.HTTPError):
+                    waiting.result(timeout=10)
+        assert "Traceback" not in server["stderr"], server["stderr"][-3000:]
+    jobs.cancel(client, str(queued.run_id), tenant=tenant)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return waited == 0

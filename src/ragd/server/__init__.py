@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import socket
 import time
@@ -909,9 +910,23 @@ def app_from_env() -> FastAPI:
     from ..telemetry import json_lines
 
     settings = load_settings()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _CancelledAtShutdown) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(_CancelledAtShutdown())
     json_lines("ragd.request", settings.request_log)
     json_lines("ragd.query", settings.query_log)
     return create_app(settings)
+
+
+class _CancelledAtShutdown(logging.Filter):
+    """A request still running when the shutdown's grace ran out is cancelled: one line, not uvicorn's
+    traceback of the cancellation."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            record.msg, record.args = "a request still running at shutdown was cancelled", None
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
 class ServerConfig(uvicorn.Config):
@@ -934,7 +949,7 @@ def _serves_jobs(rag: Ragd) -> bool:
 def run_server(host: str, port: int, workers: int) -> None:
     """Serve `app_from_env` with uvicorn, in `workers` processes sharing one listening socket when more than one."""
     config = ServerConfig("ragd.server:app_from_env", factory=True, host=host, port=port, workers=workers,
-                          log_level="warning")
+                          log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
         if workers > 1:
             Multiprocess(config, sockets=[config.bind_socket()]).run()
@@ -945,6 +960,30 @@ def run_server(host: str, port: int, workers: int) -> None:
                 raise ConfigError(f"could not serve on {host}:{port}: see the error above")
     except KeyboardInterrupt:
         pass
+    _exit_when_stuck()
+
+
+# A server asked to stop lets requests in flight finish for this long, then cancels them and stops: a request's
+# thread waiting on the database (up to RAGD_DB_LOCK_TIMEOUT_S) or anything else does not hold the process.
+SHUTDOWN_GRACE_S = 5
+
+
+def _exit_when_stuck(wait_s: float = 2.0) -> None:
+    """End the process now when request threads outlive the shutdown (cancelled, they still wait on a lock or a
+    statement): the interpreter would wait for them at exit. Their database sessions end with the process."""
+    import threading
+
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+             and t.is_alive()]
+    if stuck:
+        log.warning("stopping with %d request thread(s) still busy (%s): they are abandoned", len(stuck),
+                    ", ".join(sorted(stuck)[:5]))
+        logging.shutdown()
+        os._exit(0)
 
 
 def _index_problem(d: IndexDocument) -> str:

@@ -32,9 +32,11 @@ TENANT_ROLE_PREFIX = "ragd_t_"
 MAX_TENANT_POOLS = 16
 TENANT_POOL_SIZE = 4
 # Of the privileged pool's ADMIN_POOL_SIZE connections, the most one tenant's requests hold at once (admin(tenant)):
-# its uploads waiting on its own locks leave the others to everyone else.
+# its uploads waiting on its own locks leave the others to everyone else; and ADMIN_RESERVED of them are never
+# taken by tenants' requests: API key checks, /readyz and the queue's own work never wait behind them.
 ADMIN_POOL_SIZE = 8
 ADMIN_SHARE = 3
+ADMIN_RESERVED = 2
 # How long a search holding one connection waits for a second to run its legs side by side: an idle one is taken at
 # once, a pool that can grow opens one within a few ms; one with every connection busy is not waited for (the legs
 # run one after the other). Not less: the worker thread asking for it may wait a GIL switch (5 ms) to run.
@@ -157,6 +159,7 @@ class Store:
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
         self._shares: dict[str, threading.BoundedSemaphore] = {}  # admin connections a tenant's requests may hold
+        self._tenants_work = threading.BoundedSemaphore(ADMIN_POOL_SIZE - ADMIN_RESERVED)  # ... all tenants' together
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
         self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
         urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()]
@@ -357,8 +360,13 @@ class Store:
                 yield conn
             return
         share = self._shares.setdefault(tenant, threading.BoundedSemaphore(ADMIN_SHARE))
+        deadline = time.monotonic() + self.settings.db_timeout_s
         if not share.acquire(timeout=self.settings.db_timeout_s):
             raise Busy(f"tenant {tenant!r} has {ADMIN_SHARE} requests waiting on the database already; retry later")
+        if not self._tenants_work.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            share.release()
+            raise Busy(f"the {ADMIN_POOL_SIZE - ADMIN_RESERVED} connections for tenants' requests were all in use "
+                       f"for {self.settings.db_timeout_s:g} s (RAGD_DB_TIMEOUT_S); retry later")
         try:
             with self._connection() as conn, conn.transaction():
                 conn.execute(queries.SET_LOCAL_LOCK_TIMEOUT, (f"{self.settings.db_lock_timeout_s:g}s",))
@@ -368,6 +376,7 @@ class Store:
                     raise Busy(f"tenant {tenant!r}'s request waited {self.settings.db_lock_timeout_s:g} s for a lock "
                                "(RAGD_DB_LOCK_TIMEOUT_S), held by another session of that tenant; retry later") from exc
         finally:
+            self._tenants_work.release()
             share.release()
 
     @contextmanager
