@@ -229,48 +229,20 @@ def test_a_command_after_the_postmaster_died_is_one_line_or_an_answer(tmp_path: 
 
 # -- tenant A in every hostile state at once, tenant B served as usual ---------------------------------------------
 
-RAGD_TABLES = ("tenants", "collections", "documents", "document_versions", "chunks", "chunk_embeddings",
-               "lexical_blocks", "lexical_terms", "lexical_stats", "document_filter_values", "document_minhash",
-               "embedding_cache", "ingestion_runs", "ingestion_items", "ingestion_files", "query_executions",
-               "idempotency_keys", "evaluations", "tenant_roles", "api_keys", "ragd_locks", "schema_migrations",
-               "ragd_secret", "procrastinate_jobs")
-
-
 def _hostile(url: str, tenants: list[str]) -> list[psycopg.Connection[Any]]:
-    """Tenant A's logins holding what a tenant may hold: advisory keys (every key ragd ever used), an idle
-    REPEATABLE READ transaction (its snapshot holds back every CREATE INDEX CONCURRENTLY), every table lock and
-    row lock its role may take, and then every connection its role may open."""
-    held: list[psycopg.Connection[Any]] = []
-    keys_conn = psycopg.connect(url, autocommit=True)
-    held.append(keys_conn)
-    for tenant in tenants:
-        keys_conn.execute("SELECT pg_advisory_lock(hashtextextended('ragd-queue:' || %s, 0))", (tenant,))
-    for key in ("ragd.tenant_roles", "ragd.migrate"):
-        keys_conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
-    snapshot = psycopg.connect(url)
-    held.append(snapshot)
-    snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-    snapshot.execute("SELECT count(*) FROM chunks")
-    locks = psycopg.connect(url)
-    held.append(locks)
-    locks.execute("SELECT 1")  # its transaction open: what follows are savepoints of it, held to the end
-    for table in RAGD_TABLES:
-        for statement in (f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE", f"SELECT 1 FROM {table} FOR UPDATE"):
-            try:
-                with locks.transaction():
-                    locks.execute(statement)
-            except psycopg.Error:
-                pass  # (not this role's to lock: the point of the test is what it may)
-    for table in ("collections", "documents", "document_versions", "ingestion_runs"):
-        with contextlib.suppress(psycopg.Error):
-            locks.execute(f"SELECT 1 FROM {table} FOR UPDATE")
-    while True:  # then every connection left to its role
-        try:
-            held.append(psycopg.connect(url, autocommit=True))
-        except psycopg.OperationalError as exc:
-            assert "too many connections for role" in str(exc)
-            return held
-        assert len(held) < 500
+    """bench/hostile_tenant.py's hold_everything: one tenant's logins holding all a tenant may hold."""
+    import importlib.util
+
+    from .conftest import REPO
+
+    if "hostile_tenant" not in sys.modules:
+        sys.path.append(str(REPO / "bench"))  # (it imports the benches' _common)
+        found = importlib.util.spec_from_file_location("hostile_tenant", REPO / "bench" / "hostile_tenant.py")
+        assert found is not None and found.loader is not None
+        module = importlib.util.module_from_spec(found)
+        sys.modules["hostile_tenant"] = module
+        found.loader.exec_module(module)
+    return sys.modules["hostile_tenant"].hold_everything(url, tenants)  # type: ignore[no-any-return]
 
 
 def test_tenant_a_in_every_hostile_state_stalls_only_itself(client: ragd.Ragd, cli_env: dict[str, str],
