@@ -337,3 +337,19 @@ def test_serve_stores_a_queued_upload_and_a_worker_process_shares_it(cli_env: di
         pids = {r[0].rsplit(":", 1)[1] for r in conn.execute(
             "SELECT worker FROM ingestion_files WHERE run_id = %s", (run["run_id"],))}
     assert pids == {server["pid"], str(worker.pid)}  # both stored some of its files
+
+
+def test_a_keyed_server_that_cannot_bind_says_why_in_one_line(cli_env: dict[str, str]) -> None:
+    """With keys (so not refused as open), an address that is not this machine's or a port already taken: one line
+    and exit 2, not uvicorn's own log line and exit 1."""
+    env = {**cli_env, "RAGD_TENANT": "bind-t"}
+    assert run_cli(["keys", "create", "--tenant", "bind-t"], env).returncode == 0
+    bad = run_cli(["serve", "--host", "no-such-host.invalid", "--port", str(free_port())], env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert bad.stderr.startswith("error (config_error): cannot serve on host 'no-such-host.invalid'")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = run_cli(["serve", "--port", str(taken.getsockname()[1])], env)
+    assert busy.returncode == 2 and busy.stderr.count("\n") == 1 and "another server on that port" in busy.stderr, \
+        busy.stderr

@@ -1030,7 +1030,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 @handle_errors
 def serve(host: str, port: int, workers: int, migrate: bool, wait: float, serve_jobs: bool | None,
           allow_open: bool) -> None:
-    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) and MCP over HTTP at /mcp."""
+    """Serve the REST API (OpenAPI at /openapi.json) and MCP over HTTP at /mcp."""
     from . import keys
     from .errors import DatabaseUnavailable, MigrationError
     from .store.postgres import latest_migration

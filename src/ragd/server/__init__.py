@@ -948,6 +948,7 @@ def _serves_jobs(rag: Ragd) -> bool:
 
 def run_server(host: str, port: int, workers: int) -> None:
     """Serve `app_from_env` with uvicorn, in `workers` processes sharing one listening socket when more than one."""
+    _check_address(host, port)
     config = ServerConfig("ragd.server:app_from_env", factory=True, host=host, port=port, workers=workers,
                           log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
@@ -955,12 +956,32 @@ def run_server(host: str, port: int, workers: int) -> None:
             Multiprocess(config, sockets=[config.bind_socket()]).run()
         else:
             server = uvicorn.Server(config)
-            server.run()
-            if not server.started:  # uvicorn logged why (the port is taken, the address is not this machine's)
+            with contextlib.suppress(SystemExit):  # (uvicorn exits when it cannot start; it logged why)
+                server.run()
+            if not server.started:
                 raise ConfigError(f"could not serve on {host}:{port}: see the error above")
     except KeyboardInterrupt:
         pass
     _exit_when_stuck()
+
+
+def _check_address(host: str, port: int) -> None:
+    """ConfigError in one line when `host` names no address of this machine or `port` is taken there (uvicorn
+    would log it with its own prefix and exit)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"cannot serve on host {host!r}: {getattr(exc, 'strerror', None) or exc}; give a name or "
+                          "address of this machine (--host)") from None
+    if port == 0:
+        return
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror} (another server on that port? choose "
+                              "one with --port)") from None
 
 
 # A server asked to stop lets requests in flight finish for this long, then cancels them and stops: a request's
