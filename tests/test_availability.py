@@ -399,3 +399,36 @@ def _alive(pid: int) -> bool:
     except ChildProcessError:
         return False
     return waited == 0
+
+
+def test_a_workers_jobs_do_not_wait_behind_another_tenants_snapshot(
+        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection], tmp_path: Path) -> None:
+    """A worker serves every tenant's files: B's first file into a new collection is stored, and the worker free
+    for the next, while the collection's index waits for A's snapshot beside the jobs; `--until-empty` says the
+    queue is drained once that build is done too."""
+    import threading
+
+    from ragd.store import queries
+
+    a, b = two
+    col = client.collection("fresh-" + uuid.uuid4().hex[:6], tenant=b.tenant)
+    queued = jobs.enqueue(col, [_note(tmp_path / "w", "first.md", "B's first file of a new collection.")])
+    with login(client, a.tenant) as snapshot, ragd.connect(settings=settings) as worker_client:
+        snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        snapshot.execute("SELECT count(*) FROM chunks")
+        drained = threading.Thread(target=lambda: asyncio.run(jobs.Jobs(worker_client).run(signals=False,
+                                                                                          until_empty=True)))
+        drained.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and client.run(str(queued.run_id), tenant=b.tenant)["status"] != "succeeded":
+            time.sleep(0.1)
+        assert client.run(str(queued.run_id), tenant=b.tenant)["status"] == "succeeded"
+        assert [h.external_id for h in col.search("first file", k=3)]  # searched exactly meanwhile
+        time.sleep(0.5)
+        assert drained.is_alive()  # its build waits for A's snapshot
+        snapshot.execute("COMMIT")
+        drained.join(60)
+        assert not drained.is_alive()
+    with client.store.admin() as conn:
+        name = queries.hnsw_index_name(col.collection_id)
+        assert conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,)

@@ -273,18 +273,27 @@ class Jobs:
         jobs meanwhile are retried by the others, or by itself once it is back)."""
         stop = stop or asyncio.Event()
         delay = 1.0
-        while not stop.is_set():
-            try:
-                await self._run_once(concurrency, stop, signals, until_empty)
-                return
-            except Exception as exc:  # of any kind: the queue's database away, its connection lost
-                if until_empty:
-                    raise DatabaseUnavailable(f"the ingestion worker lost the database: {_line(exc)}") from exc
-                log.warning("the ingestion worker lost the database (%s); starting again in %.0f s", _line(exc),
-                            delay)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-                delay = min(delay * 2, 30.0)
+        # a new collection's index is built beside the jobs, not inside one: its build waits for every older
+        # transaction, another tenant's too, and the worker serves every tenant's files meanwhile
+        inline, self.rag.background_index_builds = not self.rag.background_index_builds, True
+        try:
+            while not stop.is_set():
+                try:
+                    await self._run_once(concurrency, stop, signals, until_empty)
+                    if until_empty:  # drained: the builds it started end before it says so
+                        await asyncio.to_thread(self.rag.wait_for_index_builds)
+                    return
+                except Exception as exc:  # of any kind: the queue's database away, its connection lost
+                    if until_empty:
+                        raise DatabaseUnavailable(f"the ingestion worker lost the database: {_line(exc)}") from exc
+                    log.warning("the ingestion worker lost the database (%s); starting again in %.0f s",
+                                _line(exc), delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+                    delay = min(delay * 2, 30.0)
+        finally:
+            if inline:  # a client given back as it came
+                self.rag.background_index_builds = False
 
     async def _run_once(self, concurrency: int, stop: asyncio.Event, signals: bool, until_empty: bool) -> None:
         async with self.app.open_async():
