@@ -6,7 +6,8 @@ A real `ragd serve` on a private embedded server (hashing embedder, no reranker)
 requests (search, /readyz, an upload into a collection new each time, a document listing), first while A is quiet,
 then while A's logins hold advisory locks on every key ragd ever used, an idle REPEATABLE READ snapshot (which every
 CREATE INDEX CONCURRENTLY waits behind), every table and row lock its role may take and every connection its role
-may open, and A keeps `--uploads` uploads of its own in flight. Prints p50/p95 per request in both phases, their
+may open, and A sends `--uploads` uploads of its own at once, again every `--pause` seconds (0: a flood, which costs
+the server CPU: that is load, which rate limits answer, not a stall). Prints p50/p95 per request in both phases, their
 ratio, B's 5xx count (must be 0) and what A's own requests got.
 """
 
@@ -125,10 +126,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--uploads", type=int, default=8, help="A's uploads kept in flight while hostile")
+    parser.add_argument("--pause", type=float, default=1.0,
+                        help="seconds each of A's upload loops waits between uploads (0: a closed-loop flood)")
+    parser.add_argument("--rate-limit", type=int, default=0,
+                        help="RAGD_RATE_LIMIT_PER_MINUTE of the server (default 0: A's flood is not cut short)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ragd-hostile-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | {
-            "RAGD_HOME": home, "RAGD_EMBEDDER": "hash", "RAGD_RERANKER": "none", "RAGD_RATE_LIMIT_PER_MINUTE": "0"}
+            "RAGD_HOME": home, "RAGD_EMBEDDER": "hash", "RAGD_RERANKER": "none",
+            "RAGD_RATE_LIMIT_PER_MINUTE": str(args.rate_limit)}
         settings = Settings(home=Path(home), embedder="hash", reranker="none")
         with ragd.connect(settings=settings) as client:
             _, key_a = keys.create(client.store, "tenant-a", "bench")
@@ -140,7 +146,7 @@ def main() -> None:
         auth_a, auth_b = {"Authorization": f"Bearer {key_a}"}, {"Authorization": f"Bearer {key_b}"}
         try:
             with httpx.Client(base_url=url, timeout=120) as http:
-                rounds(http, auth_b, 3, "warm")
+                rounds(http, auth_b, 1, "warm")
                 quiet, quiet_status = rounds(http, auth_b, args.rounds, "quiet")
                 held = hold_everything(login_a, ["tenant-a", "tenant-b"])
                 stop, a_status = threading.Event(), Counter[int]()
@@ -155,6 +161,7 @@ def main() -> None:
                                                                   .lower()}, files=files, headers=auth_a)
                             a_status[r.status_code] += 1
                             i += 1
+                            stop.wait(args.pause)
 
                 threads = [threading.Thread(target=upload_a, args=(n,)) for n in range(args.uploads)]
                 for t in threads:
@@ -173,7 +180,8 @@ def main() -> None:
             proc.wait(timeout=60)
             embedded.stop(Path(home) / "pgdata")
     print(f"hostile tenant: {args.rounds} rounds of B's requests, A quiet then A holding everything "
-          f"({len(held)} logins) with {args.uploads} uploads in flight; {os.cpu_count()} cores")
+          f"({len(held)} logins) with {args.uploads} uploads every {args.pause:g} s; rate limit {args.rate_limit or 'off'}; "
+          f"{os.cpu_count()} cores")
     print(f"{'request':>22} {'quiet p50':>10} {'p95':>8} {'hostile p50':>12} {'p95':>8} {'p95 ratio':>10}")
     for name in quiet:
         q50, q95, h50, h95 = pct(quiet[name], 50), pct(quiet[name], 95), pct(hostile[name], 50), pct(hostile[name], 95)

@@ -37,6 +37,9 @@ TENANT_POOL_SIZE = 4
 ADMIN_POOL_SIZE = 8
 ADMIN_SHARE = 3
 ADMIN_RESERVED = 2
+# A tenant found at its connection limit is refused without a new login attempt for this long (each attempt forks
+# a backend: a tenant flooding requests while at its limit would otherwise spend the server's CPU on them).
+AT_LIMIT_S = 1.0
 # How long a search holding one connection waits for a second to run its legs side by side: an idle one is taken at
 # once, a pool that can grow opens one within a few ms; one with every connection busy is not waited for (the legs
 # run one after the other). Not less: the worker thread asking for it may wait a GIL switch (5 ms) to run.
@@ -158,6 +161,7 @@ class Store:
         self._limits_settable: bool | None = None  # whether this login may store temp_file_limit for tenant roles
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
+        self._at_limit: dict[str, tuple[float, str]] = {}  # role -> (until when, why): at its connection limit
         self._shares: dict[str, threading.BoundedSemaphore] = {}  # admin connections a tenant's requests may hold
         self._tenants_work = threading.BoundedSemaphore(ADMIN_POOL_SIZE - ADMIN_RESERVED)  # ... all tenants' together
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
@@ -222,7 +226,15 @@ class Store:
             if pool is not None:
                 self._tenant_pools.move_to_end(role)
                 return pool
-        url = self._check_login(role, tenant_id)
+        refused = self._at_limit.get(role)
+        if refused is not None and time.monotonic() < refused[0]:  # said a moment ago: no login tried for it again
+            raise Busy(refused[1])
+        try:
+            url = self._check_login(role, tenant_id)
+        except Busy as exc:
+            self._at_limit[role] = (time.monotonic() + AT_LIMIT_S, str(exc))
+            raise
+        self._at_limit.pop(role, None)
         settings = _tenant_settings(self._schema or "public", self.settings)
         pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
                      timeout=self.settings.db_timeout_s, session=settings)
