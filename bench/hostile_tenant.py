@@ -180,8 +180,8 @@ def main() -> None:
             proc.wait(timeout=60)
             embedded.stop(Path(home) / "pgdata")
     print(f"hostile tenant: {args.rounds} rounds of B's requests, A quiet then A holding everything "
-          f"({len(held)} logins) with {args.uploads} uploads every {args.pause:g} s; rate limit {args.rate_limit or 'off'}; "
-          f"{os.cpu_count()} cores")
+          f"({len(held)} logins) with {args.uploads} uploads every {args.pause:g} s; "
+          f"rate limit {args.rate_limit or 'off'}; {os.cpu_count()} cores")
     print(f"{'request':>22} {'quiet p50':>10} {'p95':>8} {'hostile p50':>12} {'p95':>8} {'p95 ratio':>10}")
     for name in quiet:
         q50, q95, h50, h95 = pct(quiet[name], 50), pct(quiet[name], 95), pct(hostile[name], 50), pct(hostile[name], 95)
