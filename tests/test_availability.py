@@ -432,3 +432,81 @@ def test_a_workers_jobs_do_not_wait_behind_another_tenants_snapshot(
     with client.store.admin() as conn:
         name = queries.hnsw_index_name(col.collection_id)
         assert conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,)
+
+
+def test_index_builds_held_back_by_a_snapshot_queue_and_hold_few_connections(
+        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """A tenant making many new collections while its snapshot holds every build back: the builds queue, at most
+    MAX_INDEX_BUILDS of them holding a connection (one each would fill max_connections), and all are built once
+    the snapshot ends."""
+    from ragd.engine import MAX_INDEX_BUILDS
+    from ragd.store import queries
+
+    a, b = two
+    tag = uuid.uuid4().hex[:6]
+    with login(client, a.tenant) as snapshot, ragd.connect(settings=settings) as server_side:
+        server_side.background_index_builds = True
+        snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        snapshot.execute("SELECT count(*) FROM chunks")
+        made = []
+        for i in range(6):
+            col = server_side.collection(f"many-{tag}-{i}", tenant=b.tenant)
+            col.ingest(documents=[{"id": f"m{i}", "text": f"Many collections, number {i}, of tin."}])
+            made.append(col)
+        time.sleep(1.0)
+        with psycopg.connect(client.store.url, autocommit=True) as conn:
+            building = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                                    "'ragd-maintenance'").fetchone()
+        assert building == (MAX_INDEX_BUILDS,)
+        assert not server_side.wait_for_index_builds(0.5)
+        snapshot.execute("COMMIT")
+        assert server_side.wait_for_index_builds(120)
+    with client.store.admin() as conn:
+        for col in made:
+            name = queries.hnsw_index_name(col.collection_id)
+            assert conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,)
+
+
+def test_two_processes_building_indexes_at_once_take_turns(
+        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+    """Every collection's HNSW index is on one table, where two CREATE INDEX CONCURRENTLY can deadlock (each holds
+    the table's self-conflicting lock, or waits for it, while the other waits for its transaction): two processes'
+    builds held back by a snapshot and released together both end built, taking turns through a row of
+    ragd_locks. (The deadlock is timing-dependent: two background builders of one process hit it three times in
+    one run of this module, which test_index_builds_held_back... then failed; one builder a process and the turns
+    across processes make it impossible.)"""
+    import threading
+
+    from ragd.store import queries
+
+    a, b = two
+    tag = uuid.uuid4().hex[:6]
+    with ragd.connect(settings=settings) as one, ragd.connect(settings=settings) as other:
+        cols = [rag.collection(f"turns-{tag}-{n}", tenant=b.tenant) for n, rag in enumerate((one, other))]
+        for n, col in enumerate(cols):  # rows without an index: as a collection's first run leaves them
+            col.ingest(documents=[{"id": f"t{n}", "text": f"Turn {n} of the builds, on tin."}])
+            with client.store.dedicated() as conn:
+                conn.execute(queries.drop_hnsw_index(col.collection_id))
+        outcome: dict[int, BaseException | bool] = {}
+
+        def build(n: int) -> None:
+            try:
+                outcome[n] = cols[n].build_vector_index()
+            except BaseException as exc:  # (what the build raised is what the test looks at)
+                outcome[n] = exc
+
+        with login(client, a.tenant) as snapshot:
+            snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            snapshot.execute("SELECT count(*) FROM chunks")
+            threads = [threading.Thread(target=build, args=(n,)) for n in range(2)]
+            for t in threads:
+                t.start()
+            time.sleep(1.5)  # both waiting: one behind the snapshot, the other for its turn
+            snapshot.execute("COMMIT")
+            for t in threads:
+                t.join(120)
+        assert outcome == {0: True, 1: True}, outcome
+    with client.store.admin() as conn:
+        for col in cols:
+            name = queries.hnsw_index_name(col.collection_id)
+            assert conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (True,)

@@ -113,6 +113,13 @@ def _embedder_spec_for(model: str, dims: int) -> str:
     return model
 
 
+# index builds a process runs at once in the background (Ragd.build_in_background), on a connection of its own: every
+# collection's HNSW index is on chunk_embeddings, where two CREATE INDEX CONCURRENTLY deadlock (each takes the table's
+# self-conflicting SHARE UPDATE EXCLUSIVE lock and waits for the other's transaction), so one at a time
+MAX_INDEX_BUILDS = 1
+HNSW_BUILDS = "hnsw index builds"  # the ragd_locks row every process's build holds (the same deadlock, across them)
+
+
 class Ragd:
     """A connection to one ragd database (embedded by default)."""
 
@@ -129,9 +136,11 @@ class Ragd:
         # no request waits for one: CREATE INDEX CONCURRENTLY waits for every older transaction, another tenant's
         # too. Elsewhere (the CLI, workers, the library) an ingest builds its collection's index before it returns.
         self.background_index_builds = False
-        self._builds: dict[uuid.UUID, threading.Thread] = {}
+        self._builds = threading.Condition()  # guards the four below
+        self._pending: dict[uuid.UUID, Collection] = {}  # queued, first come first built
+        self._building: set[uuid.UUID] = set()
+        self._builders = 0
         self._indexed: set[uuid.UUID] = set()  # collections whose index this process saw valid
-        self._builds_lock = threading.Lock()
 
     @property
     def reranker(self) -> Reranker | None:
@@ -164,34 +173,47 @@ class Ragd:
             self._written[tenant] = self.store.write_lsn()
 
     def build_in_background(self, col: Collection) -> None:
-        """Build col's HNSW index (Collection.build_vector_index) in a thread of its own, unless this process knows
-        it valid or is building it; searches scan the collection's vectors exactly meanwhile."""
-        with self._builds_lock:
-            running = self._builds.get(col.collection_id)
-            if col.collection_id in self._indexed or (running is not None and running.is_alive()):
+        """Queue col's HNSW index build (Collection.build_vector_index) for this process's builder threads, unless
+        it knows the index valid or has it queued or building; searches scan the collection's vectors exactly
+        meanwhile. At most MAX_INDEX_BUILDS run at once, each on a connection of its own: a tenant making many
+        collections while its snapshot holds every build back queues builds, not connections."""
+        with self._builds:
+            cid = col.collection_id
+            if cid in self._indexed or cid in self._pending or cid in self._building:
                 return
-            thread = threading.Thread(target=self._build, args=(col,), name=f"ragd-index-{col.collection_id}",
-                                      daemon=True)  # (a build cut short by the process's exit is redone next time)
-            self._builds[col.collection_id] = thread
-            thread.start()
+            self._pending[cid] = col
+            if self._builders < MAX_INDEX_BUILDS:
+                self._builders += 1
+                threading.Thread(target=self._builder, name="ragd-index-builder",
+                                 daemon=True).start()  # (a build cut short by the process's exit is redone next time)
 
-    def _build(self, col: Collection) -> None:
-        try:
-            if col.build_vector_index():
-                with self._builds_lock:
-                    self._indexed.add(col.collection_id)
-        except Exception as exc:  # of any kind: the rows are stored and searched exactly; the next ingest retries
-            _log.warning("the HNSW index of collection %s was not built (%s); searches scan its vectors exactly "
-                         "until the next ingest builds it", col.collection_id, " ".join(str(exc).split()))
+    def _builder(self) -> None:
+        while True:
+            with self._builds:
+                if not self._pending:
+                    self._builders -= 1
+                    self._builds.notify_all()
+                    return
+                cid, col = next(iter(self._pending.items()))
+                del self._pending[cid]
+                self._building.add(cid)
+            built = False
+            try:
+                built = col.build_vector_index()
+            except Exception as exc:  # of any kind: the rows are stored and searched exactly; the next ingest retries
+                _log.warning("the HNSW index of collection %s was not built (%s); searches scan its vectors exactly "
+                             "until the next ingest builds it", cid, " ".join(str(exc).split()))
+            finally:
+                with self._builds:
+                    self._building.discard(cid)
+                    if built:
+                        self._indexed.add(cid)
+                    self._builds.notify_all()
 
     def wait_for_index_builds(self, timeout_s: float | None = None) -> bool:
-        """Wait for the index builds running in the background; True when none is left running."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self._builds_lock:
-            threads = list(self._builds.values())
-        for thread in threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(t.is_alive() for t in threads)
+        """Wait for the index builds queued or running in the background; True when none is left."""
+        with self._builds:
+            return self._builds.wait_for(lambda: not self._pending and not self._building, timeout_s)
 
     def close(self) -> None:
         self.store.close()
@@ -431,12 +453,16 @@ class Collection:
             with self.store.exclusive(conn, name) as mine:
                 if not mine:
                     return False  # another process is building it
-                if conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone() == (False,):
-                    conn.execute(queries.drop_hnsw_index(self.collection_id))
-                index = queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims, self.vector_type,
-                                                  self.ef_construction)
-                self.store.build_hnsw_index(conn, index, queries.drop_hnsw_index(self.collection_id),
-                                            lambda: self._graph_bytes(conn))
+                with self.store.serialized(conn, HNSW_BUILDS):
+                    state = conn.execute(queries.HNSW_INDEX_VALID, {"name": name}).fetchone()
+                    if state == (True,):
+                        return True  # built by another process while this one waited its turn
+                    if state == (False,):
+                        conn.execute(queries.drop_hnsw_index(self.collection_id))
+                    index = queries.create_hnsw_index(self.collection_id, self.embed_model, self.dims,
+                                                      self.vector_type, self.ef_construction)
+                    self.store.build_hnsw_index(conn, index, queries.drop_hnsw_index(self.collection_id),
+                                                lambda: self._graph_bytes(conn))
         return True
 
     def _graph_bytes(self, conn: Any) -> int:

@@ -515,6 +515,16 @@ class Store:
                 with contextlib.suppress(psycopg.OperationalError):  # a lost backend's claim has lapsed with it
                     conn.execute(queries.RELEASE_LOCK, {"name": name})
 
+    @contextmanager
+    def serialized(self, conn: psycopg.Connection[Any], name: str, poll_s: float = 0.5) -> Iterator[None]:
+        """exclusive(conn, name), waited for: polled every poll_s until this backend holds it."""
+        while True:
+            with self.exclusive(conn, name) as mine:
+                if mine:
+                    yield
+                    return
+            time.sleep(poll_s)
+
     def prefetch(self, conn: psycopg.Connection[Any], relations: Sequence[str]) -> dict[str, int]:
         """Have the server read `relations` (of the schema) in order into the system's cache (pg_prewarm's `read`
         mode: sequential reads, which the kernel reads ahead of; shared buffers are left as they are), on conn (the
