@@ -94,6 +94,9 @@ def test_tenants_hear_nothing_of_the_queue_and_cannot_wake_a_worker(
     assert client.run(str(queued.run_id), tenant=b.tenant)["status"] == "succeeded"
 
 
+RECORDS = 15_000  # a file long enough (several seconds) to be killed inside of
+
+
 def test_a_draining_worker_finishes_the_job_a_killed_worker_left(cli_env: dict[str, str], client: ragd.Ragd,
                                                                  tmp_path: Path) -> None:
     """kill -9 a worker mid-file, then run only `ragd worker --until-empty`: it exited 0 with the job left in
@@ -102,7 +105,7 @@ def test_a_draining_worker_finishes_the_job_a_killed_worker_left(cli_env: dict[s
     folder = tmp_path / "long"
     folder.mkdir()
     with (folder / "ledger.jsonl").open("w", encoding="utf-8") as out:
-        for i in range(6000):
+        for i in range(RECORDS):
             out.write(json.dumps({"id": f"l-{i}", "text": f"Ledger line {i}: {i * 7} crates of pears{i % 13}."}))
             out.write("\n")
     col = client.collection("drain-" + uuid.uuid4().hex[:6])
@@ -124,7 +127,7 @@ def test_a_draining_worker_finishes_the_job_a_killed_worker_left(cli_env: dict[s
                                                     "RAGD_WORKER_STALLED_S": "2"}, timeout=300)
     assert drained.returncode == 0, drained.stderr
     run = client.run(str(queued.run_id))
-    assert run["status"] == "succeeded" and run["stats"]["counts"] == {"ingested": 6000}, run["status"]
+    assert run["status"] == "succeeded" and run["stats"]["counts"] == {"ingested": RECORDS}, run["status"]
     assert "Traceback" not in drained.stderr
 
 
