@@ -457,9 +457,12 @@ def test_index_builds_held_back_by_a_snapshot_queue_and_hold_few_connections(
             col.ingest(documents=[{"id": f"m{i}", "text": f"Many collections, number {i}, of tin."}])
             made.append(col)
         time.sleep(1.0)
-        with psycopg.connect(client.store.url, autocommit=True) as conn:
+        names = [queries.hnsw_index_name(col.collection_id) for col in made]
+        with psycopg.connect(client.store.url, autocommit=True) as conn:  # builds of these collections in flight
             building = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                                    "'ragd-maintenance'").fetchone()
+                                    "'ragd-maintenance' AND query ILIKE 'CREATE INDEX CONCURRENTLY%%' AND "
+                                    "EXISTS (SELECT 1 FROM unnest(%s::text[]) n WHERE query LIKE '%%' || n || '%%')",
+                                    (names,)).fetchone()
         assert building == (MAX_INDEX_BUILDS,)
         assert not server_side.wait_for_index_builds(0.5)
         snapshot.execute("COMMIT")
