@@ -135,14 +135,15 @@ def test_a_draining_worker_finishes_the_job_a_killed_worker_left(cli_env: dict[s
 # -- a tenant's resources are bounded ------------------------------------------------------------------------------
 
 def test_a_tenant_at_its_connection_limit_is_told_so_and_no_one_else_is_stalled(
-        client: ragd.Ragd, settings: Settings, two: tuple[ragd.Collection, ragd.Collection]) -> None:
+        settings: Settings) -> None:
     """A raw tenant login opened 81 connections, after which no one could log in. Its role now has a CONNECTION
     LIMIT (RAGD_TENANT_CONNECTION_LIMIT, set again at each process's first login check): past it, that tenant's
     new sessions are refused with a reason, and every other tenant's go on."""
-    _, b = two
-    lonely = "avail-c-" + uuid.uuid4().hex[:6]  # a tenant no pool of this process has logged in as
+    tag = uuid.uuid4().hex[:6]
+    lonely, calm = "avail-c-" + tag, "avail-d-" + tag  # tenants no pool of this process has logged in as
     with ragd.connect(settings=settings) as maker:
         maker.collection("avail", tenant=lonely).ingest(documents=[{"id": "c", "text": "Copper ledgers of C."}])
+        maker.collection("avail", tenant=calm).ingest(documents=[{"id": "d", "text": "Tin ledgers of D."}])
     limited = settings.model_copy(update={"tenant_connection_limit": 3, "db_timeout_s": 2.0})
     with ragd.connect(settings=limited) as fresh:
         fresh.collection("avail", tenant=lonely, create=False).search("copper ledgers")  # its role checked and limited
@@ -157,16 +158,18 @@ def test_a_tenant_at_its_connection_limit_is_told_so_and_no_one_else_is_stalled(
                 with pytest.raises(Busy, match=f"tenant '{lonely}' has too many connections open"):
                     next_process.collection("avail", tenant=lonely, create=False).search("copper ledgers")
                 started = time.monotonic()
-                hits = next_process.collection("avail", tenant=b.tenant, create=False).search("tin")
+                hits = next_process.collection("avail", tenant=calm, create=False).search("tin")
                 assert hits and time.monotonic() - started < 2
         finally:
             for conn in held:
                 conn.close()
     with ragd.connect(settings=settings) as restored:  # the configured limit is the role's again
         assert restored.collection("avail", tenant=lonely, create=False).search("copper ledgers")
+        assert restored.collection("avail", tenant=calm, create=False).search("tin")
         with psycopg.connect(restored.store.url) as conn:
-            assert conn.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s",
-                                (restored.store.tenant_role(lonely),)).fetchone() == (20,)
+            for tenant in (lonely, calm):
+                assert conn.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s",
+                                    (restored.store.tenant_role(tenant),)).fetchone() == (20,)
 
 
 def test_a_tenants_statement_cannot_fill_the_disk(settings: Settings,
