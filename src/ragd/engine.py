@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, overload
@@ -171,6 +171,16 @@ class Ragd:
         wait for a replica to replay it (read your writes)."""
         if self.store.replicas:
             self._written[tenant] = self.store.write_lsn()
+
+    @contextlib.contextmanager
+    def indexes_in_background(self) -> Iterator[None]:
+        """Within the block (a server's life, a worker's run), ingest leaves new collections' index builds to this
+        process's builder thread (background_index_builds); afterwards as before."""
+        before, self.background_index_builds = self.background_index_builds, True
+        try:
+            yield
+        finally:
+            self.background_index_builds = before
 
     def build_in_background(self, col: Collection) -> None:
         """Queue col's HNSW index build (Collection.build_vector_index) for this process's builder threads, unless

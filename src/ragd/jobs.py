@@ -275,8 +275,7 @@ class Jobs:
         delay = 1.0
         # a new collection's index is built beside the jobs, not inside one: its build waits for every older
         # transaction, another tenant's too, and the worker serves every tenant's files meanwhile
-        inline, self.rag.background_index_builds = not self.rag.background_index_builds, True
-        try:
+        with self.rag.indexes_in_background():
             while not stop.is_set():
                 try:
                     await self._run_once(concurrency, stop, signals, until_empty)
@@ -291,9 +290,6 @@ class Jobs:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), delay)
                     delay = min(delay * 2, 30.0)
-        finally:
-            if inline:  # a client given back as it came
-                self.rag.background_index_builds = False
 
     async def _run_once(self, concurrency: int, stop: asyncio.Event, signals: bool, until_empty: bool) -> None:
         async with self.app.open_async():

@@ -333,8 +333,8 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rag = client or connect(settings=settings or load_settings())
-        inline = not rag.background_index_builds
-        rag.background_index_builds = True  # no request waits for an index build (it waits for other tenants)
+        background = contextlib.ExitStack()  # no request waits for an index build (it waits for other tenants)
+        background.enter_context(rag.indexes_in_background())
         app.state.rag = rag
         swept = sweep(rag.settings.home)
         if swept:
@@ -362,10 +362,9 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             if worker is not None:
                 with contextlib.suppress(Exception):  # (it logged what stopped it)
                     await worker
+            background.close()  # (a client given to the app is given back as it came)
             if owned:
                 rag.close()
-            elif inline:  # a client given to the app is given back as it came
-                rag.background_index_builds = False
 
     # no /docs or /redoc: FastAPI's pages load Swagger UI / ReDoc from a CDN into the API's origin; the OpenAPI
     # document is served at /openapi.json for any viewer the operator trusts
@@ -415,10 +414,7 @@ def create_app(settings: Settings | None = None, *, client: Ragd | None = None) 
             except ApiError as exc:
                 return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status, headers=exc.headers)
             except RagdError as exc:
-                status, code = _status(exc)
-                log.error("request %s: %s", request.state.request_id, exc)
-                message = DATABASE_UNAVAILABLE if code == "database_unavailable" else str(exc)
-                return JSONResponse(error_body(code, message), status_code=status, headers=_retry_after(exc))
+                return ragd_error_response(request, exc)
         return None
 
     async def _call(request: Request, call_next: Callable[[Request], Any]) -> Response:
@@ -1028,36 +1024,43 @@ def _version() -> str:
     return __version__
 
 
+def _respond(request: Request, status: int, code: str, message: str,
+             headers: dict[str, str] | None = None) -> JSONResponse:
+    rid = getattr(request.state, "request_id", "")
+    return JSONResponse(error_body(code, message), status_code=status,
+                        headers={**(headers or {}), **({"X-Request-ID": rid} if rid else {})})
+
+
+def ragd_error_response(request: Request, exc: RagdError) -> JSONResponse:
+    """A library error as the REST answer, wherever it is raised (a route, the middleware): its status and code,
+    Retry-After where it may pass later; a 500's or a lost database's details are logged, never sent."""
+    status, code = _status(exc)
+    if status == 500:
+        log.error("request %s failed: %s", getattr(request.state, "request_id", ""), exc)
+        return _respond(request, 500, "internal", "an internal error occurred; see the server log")
+    if status == 503:
+        log.error("request %s: %s", getattr(request.state, "request_id", ""), exc)
+        message = str(exc) if isinstance(exc, Busy) else DATABASE_UNAVAILABLE
+        return _respond(request, 503, code, message, _retry_after(exc))
+    return _respond(request, status, code, str(exc), _retry_after(exc))
+
+
 def _errors(app: FastAPI) -> None:
     """Every error in one JSON shape, never a traceback."""
 
-    def respond(request: Request, status: int, code: str, message: str,
-                headers: dict[str, str] | None = None) -> JSONResponse:
-        rid = getattr(request.state, "request_id", "")
-        return JSONResponse(error_body(code, message), status_code=status,
-                            headers={**(headers or {}), **({"X-Request-ID": rid} if rid else {})})
-
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return respond(request, exc.status, exc.code, exc.message, exc.headers)
+        return _respond(request, exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(RagdError)
     async def ragd_error(request: Request, exc: RagdError) -> JSONResponse:
-        status, code = _status(exc)
-        if status == 500:
-            log.error("request %s failed: %s", getattr(request.state, "request_id", ""), exc)
-            return respond(request, 500, "internal", "an internal error occurred; see the server log")
-        if status == 503:
-            log.error("request %s: %s", getattr(request.state, "request_id", ""), exc)
-            message = str(exc) if isinstance(exc, Busy) else DATABASE_UNAVAILABLE
-            return respond(request, 503, code, message, _retry_after(exc))
-        return respond(request, status, code, str(exc), _retry_after(exc))
+        return ragd_error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return respond(request, 400, "bad_request", f"{where or 'body'}: {first.get('msg', 'invalid request')}")
+        return _respond(request, 400, "bad_request", f"{where or 'body'}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -1067,13 +1070,13 @@ def _errors(app: FastAPI) -> None:
             allowed = {m for route in app.routes if isinstance(route, APIRoute)
                        and route.path_regex.match(request.url.path) for m in route.methods or ()}
             headers["Allow"] = ", ".join(sorted(allowed)) or headers.get("Allow", "")
-        return respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail),
+        return _respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail),
                        headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("request %s failed", getattr(request.state, "request_id", ""))
-        return respond(request, 500, "internal", "an internal error occurred; see the server log")
+        return _respond(request, 500, "internal", "an internal error occurred; see the server log")
 
 
 __all__ = ["app_from_env", "create_app"]

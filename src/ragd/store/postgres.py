@@ -482,8 +482,7 @@ class Store:
         caller already holds one: waiting longer could leave every caller holding one and waiting for another."""
         try:
             pool = self._tenant_pool(self.tenant_role(tenant_id), tenant_id)
-            counts = pool.get_stats()
-            if counts["pool_available"] == 0 and counts["pool_size"] >= counts["pool_max"]:
+            if _saturated(pool):
                 return None  # every connection is in use
             return stack.enter_context(pool.connection(timeout=SPARE_WAIT_S))
         except (PoolTimeout, psycopg.OperationalError):
