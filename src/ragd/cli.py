@@ -484,6 +484,9 @@ QUALITY_EXIT = 5
               help="With --answers: choose the abstain thresholds on the calibration half (else the configured).")
 @click.option("--min-answered", default=0.9, show_default=True, type=click.FloatRange(0, 1),
               help="With --answers: the share of answerable in-scope questions the thresholds must keep answered.")
+@click.option("--documents", "documents", type=click.Path(path_type=Path, file_okay=False),
+              help="For a filings set (FinanceBench's JSONL): the folder of its <doc_name>.pdf (default: pdfs/ "
+                   "beside the file).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"plans": {...}} as one JSON object.')
 @click.option("--save", is_flag=True,
               help="Keep the figures in the store (per plan; answers' held-out figures as plan 'answers'), to be "
@@ -492,16 +495,22 @@ QUALITY_EXIT = 5
 def eval_command(path: Path, plans: str | None, collection: str | None, tenant: str | None, embedder: str | None,
                  depth: int, out_dir: Path | None, max_queries: int | None, fail_under: Sequence[str],
                  fail_over: Sequence[str], answers: bool,
-                 calibrate: bool, min_answered: float, as_json: bool, save: bool) -> None:
+                 calibrate: bool, min_answered: float, documents: Path | None, as_json: bool, save: bool) -> None:
     """Measure retrieval quality, several plans side by side, on a BEIR directory, a SQuAD JSON file or a
-    ragd questions JSONL file (against --collection); with --answers, answer quality and calibrated abstention."""
+    ragd questions JSONL file (against --collection); with --answers, answer quality and calibrated abstention.
+    A filings set (FinanceBench's JSONL, its PDFs in --documents) is ingested under neutral names and measured
+    for the right filing, the evidence page and the answers (gates name plan `filings`)."""
     from .eval import report as eval_report
     from .eval.answers import evaluate_answers
     from .eval.datasets import load
+    from .eval.filings import is_filings
     from .eval.runner import evaluate
 
     gates = [(*_parse_gate(g), "under") for g in fail_under] + [(*_parse_gate(g, "--fail-over"), "over")
                                                                 for g in fail_over]
+    if is_filings(path):
+        _eval_filings(path, documents, collection, tenant, embedder, out_dir, max_queries, gates, as_json, save)
+        return
     plans = plans if plans is not None else ("" if answers else "lexical,vector,rrf,weighted")
     names = [p.strip() for p in plans.split(",") if p.strip()]
     if not names and not answers:
@@ -547,16 +556,23 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
         first = next(iter(answered.failed.values()))
         err.print(f"[yellow]warning:[/] {len(answered.failed)} questions failed and are not scored (first: "
                   f"{first})", markup=True)
-    failures = []
-    for plan, metric, bound, direction in gates:
+    def value_of(plan: str, metric: str) -> Any:
         if plan == "answers":
             if answered is None:
                 raise InvalidRequest("a gate on answers:… needs --answers")
-            value = answered.parts["held_out"].get(metric)
-        elif result is None or plan not in result.plans:
+            return answered.parts["held_out"].get(metric)
+        if result is None or plan not in result.plans:
             raise InvalidRequest(f"a gate names plan {plan!r}, which was not run (--plans {plans})")
-        else:
-            value = result.plans[plan].metrics.get(metric)
+        return result.plans[plan].metrics.get(metric)
+
+    _check_gates(gates, value_of)
+
+
+def _check_gates(gates: Sequence[tuple[str, str, float, str]], value_of: Callable[[str, str], Any]) -> None:
+    """Exit QUALITY_EXIT naming every gate a figure fails (`value_of(plan, metric)` reads a figure)."""
+    failures = []
+    for plan, metric, bound, direction in gates:
+        value = value_of(plan, metric)
         if not isinstance(value, float | int):
             raise InvalidRequest(f"a gate names unknown metric {metric!r}")
         if value < bound if direction == "under" else value > bound:
@@ -564,6 +580,46 @@ def eval_command(path: Path, plans: str | None, collection: str | None, tenant: 
     if failures:
         click.echo("quality gate failed: " + "; ".join(failures), err=True)
         sys.exit(QUALITY_EXIT)
+
+
+def _eval_filings(path: Path, documents: Path | None, collection: str | None, tenant: str | None,
+                  embedder: str | None, out_dir: Path | None, max_queries: int | None,
+                  gates: Sequence[tuple[str, str, float, str]], as_json: bool, save: bool) -> None:
+    from .eval.filings import evaluate_filings, load_filings, write_filings
+
+    filings = load_filings(path, documents)
+    client = open_client(embedder, eval_mode=True)
+    lines = LineProgress(client.settings.progress_interval_s)
+    report = evaluate_filings(client, filings, collection=collection, tenant=tenant, max_queries=max_queries,
+                              on_progress=lambda stage, done, total, note="": lines.update(stage, done, total,
+                                                                                          note))
+    outputs = write_filings(report, out_dir or client.settings.home / "eval" / filings.name)
+    payload = {"dataset": filings.name, **report.as_dict(), "outputs": outputs}
+    if save:
+        payload["eval_id"] = str(client.save_evaluation(
+            collection=report.collection, dataset=filings.name, tenant=tenant, kind="answers",
+            metrics={"filings": report.figures}, config={"max_queries": max_queries}))
+    if as_json:
+        emit_json(payload)
+    else:
+        table = Table(title=f"{filings.name}: {report.figures['questions']} questions over {report.documents} "
+                            f"documents ({report.pages} pages, ingested in {report.ingest_seconds:.0f} s)")
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        for name, value in report.figures.items():
+            table.add_row(name, f"{value:.3f}" if isinstance(value, float) else str(value))
+        out.print(table)
+        out.print("written: " + ", ".join(outputs.values()))
+    if report.failed:
+        err.print(f"[yellow]warning:[/] {len(report.failed)} questions failed and are not scored (first: "
+                  f"{next(iter(report.failed.values()))})", markup=True)
+
+    def value_of(plan: str, metric: str) -> Any:
+        if plan != "filings":
+            raise InvalidRequest(f"a gate names plan {plan!r}; a filings set's figures are plan 'filings'")
+        return report.figures.get(metric)
+
+    _check_gates(gates, value_of)
 
 
 def _save_evaluation(client: Any, dataset: str, tenant: str | None, result: Any, answered: Any,

@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any, overload
 
 from . import ids
-from .answer import PROMPT_VERSION, Budget, render, select
+from .answer import PROMPT_VERSION, Budget, render, select, statements
 from .answer.abstain import ABSTAIN_ANSWER, declines, judge
-from .answer.answerable import Judgement, Limits, content_stems
+from .answer.answerable import Judgement, Limits, constraints, content_stems, stem
 from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
+from .answer.question import read_question
+from .answer.statements import Computed, Missing
 from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
 from .embed.base import TokenCounter
@@ -56,6 +58,7 @@ from .retrieve.filters import parse_filters
 from .retrieve.fuse import fuse
 from .retrieve.legs import (
     FILTERED_FIRST,
+    candidate,
     count_matching,
     lexical_leg,
     plan_lexical,
@@ -64,6 +67,7 @@ from .retrieve.legs import (
     vector_sql,
 )
 from .retrieve.postings import PostingsCache
+from .retrieve.scope import HeldCache, Scope, names_issuer, scope_of, statement_documents
 from .store import Store, blocks, queries
 from .store.originals import Original
 from .store.originals import originals_for as original_files
@@ -129,6 +133,7 @@ class Ragd:
         self._embedder = embedder
         self.cache = ResultCache(settings.cache_ttl_s, settings.cache_entries)
         self.postings = PostingsCache(settings.lexical_cache_mb << 20, settings.lexical_cache_min_postings)
+        self.held = HeldCache()  # each collection's document identities, for questions that name a document
         self._reranker: Reranker | bool | None = False  # False: not made yet
         self._generator: Generator | bool | None = False
         self._written: dict[str, str] = {}  # tenant -> the primary's WAL position after its last write here
@@ -990,6 +995,13 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidRequest(f"the query is {len(query)} characters, over the {MAX_QUERY_CHARS} limit")
     col = store
+    scope = _scope(query, col)
+    if scope.doc_ids and not (plan.filters.doc_ids or plan.filters.external_ids):
+        plan = dataclasses.replace(plan, filters=dataclasses.replace(plan.filters, doc_ids=scope.doc_ids))
+    query = scope.query or query
+    if debug is not None and (scope.issuers or scope.unknown or scope.unheld):
+        debug["scope"] = {**scope.as_dict(), "unknown": list(scope.unknown)}
+    clock.lap("scope")
     legs: list[list[Candidate]] = []
     qvec = col.embedder.embed_query(query) if plan.fusion != "lexical" else None
     if qvec is not None:
@@ -1059,6 +1071,14 @@ def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, floa
     return ranked[: plan.k]
 
 
+def _scope(query: str, col: Collection) -> Scope:
+    """What the query names among the collection's document identities (retrieve.scope): the issuers' documents
+    to search, the periods written as filings write them."""
+    with col.client.reading(col.tenant) as conn:
+        held = col.client.held.get(conn, col.tenant, col.collection_id)
+    return scope_of(query, held) if held else Scope(query=query)
+
+
 def _rerank(query: str, ranked: list[Candidate], col: Collection) -> tuple[list[Candidate], RerankOutcome]:
     reranker = col.client.reranker
     if reranker is None:
@@ -1102,13 +1122,25 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
+    unheld = _unheld(info.get("scope"), col)
+    stated = None if unheld else _from_statements(question, info.get("scope"), ranked, col, timings)
     answerable = None
-    if not evidence.abstain and s.answerable:
-        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings)
+    if unheld:
+        answerable = Judgement(True, "scope", unheld)
+    elif isinstance(stated, Computed):
+        answerable = Judgement(False, "statements", evidence=tuple(statements.cited_chunks(stated.facts)))
+    elif not evidence.abstain and s.answerable:
+        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings,
+                                 info.get("scope"))
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
     generator = col.client.generator
-    if evidence.abstain:
+    if unheld:
+        written = _Written(ABSTAIN_ANSWER, reason=unheld)
+    elif isinstance(stated, Computed):  # a figure of the named document's statements, its cells cited
+        checked = check(stated.sentence(), [*context.chunks, *statements.cited_chunks(stated.facts)])
+        written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
+    elif evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
     elif answerable is not None and answerable.abstain:
@@ -1148,7 +1180,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                            "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight,
                            "rrf_k": plan.rrf_k, "rerank": plan.rerank, "exact": plan.exact},
                   "retrieved": [{"chunk_id": str(c.chunk_id), "score": c.score, "rerank_score": c.rerank_score,
-                                 "title": c.title, "vector_rank": c.vector_rank, "vector_score": c.vector_score,
+                                 "title": c.title, "external_id": c.external_id,
+                                 "pages": list(c.metadata.get("pages") or ()),
+                                 "vector_rank": c.vector_rank, "vector_score": c.vector_score,
                                  "lexical_rank": c.lexical_rank, "lexical_score": c.lexical_score}
                                 for c in ranked],
                   "timings_ms": {k: round(v, 2) for k, v in timings.items()},
@@ -1190,17 +1224,72 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                         if str(c.chunk_id) in lacks)[:3]
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id, log=line, calculation=written.calculation if cited else None,
-                  reason=answerable.reason if answerable is not None and closest else None, closest=closest)
+                  reason=answerable.reason if answerable is not None and (closest or unheld) else None,
+                  closest=closest)
+
+
+def _unheld(scope: Mapping[str, Any] | None, col: Collection) -> str | None:
+    """Why the collection cannot answer a question naming a document it does not hold: an issuer none of its
+    documents carries (a possessive name no chunk holds: "Walmart's"), or a period none of the issuer's covers."""
+    if not scope:
+        return None
+    if scope.get("unheld") and scope.get("issuers"):
+        return str(scope["unheld"])
+    unknown = scope.get("unknown") or []
+    if unknown and not scope.get("issuers"):
+        with col.client.reading(col.tenant) as conn:
+            row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id,
+                                                  "terms": [stem(unknown[0].lower())]}).fetchone()
+        if not (row and row[1]):
+            return str(scope.get("unheld") or f"no document of {unknown[0]} in this collection")
+    return None
+
+
+def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Sequence[Candidate], col: Collection,
+                     timings: dict[str, float]) -> Computed | Missing | None:
+    """A line item or metric of the document the question names (answer.statements), read from its statements'
+    tables: only where the question names an issuer the collection holds (which document's statements is then
+    known); its documents tried in the order of `statement_documents`."""
+    if not scope or not scope.get("issuers"):
+        return None
+    read = read_question(question)
+    if statements.asked(read.text) == (None, None) or not statements.years_asked(read.text):
+        return None
+    started = time.perf_counter()
+    hint = statements.statement_hint(read.instructions)
+    outcome: Computed | Missing | None = None
+    with col.client.reading(col.tenant) as conn:
+        held = [h for h in col.client.held.get(conn, col.tenant, col.collection_id) if h.issuer in scope["issuers"]]
+        for doc_id in statement_documents(held, scope, ranked)[:3]:
+            rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
+                                                          "collection_id": col.collection_id}).fetchall()
+            tables = [t for row in rows if (t := statements.Table.of(candidate(row, 0.0))) is not None]
+            outcome = statements.answer(read.text, tables, hint)
+            if isinstance(outcome, Computed):
+                break
+    timings["statements"] = (time.perf_counter() - started) * 1000
+    return outcome
+
+
+def _issuer_names(question: str, scope: Mapping[str, Any] | None, col: Collection) -> frozenset[str]:
+    """The question's capitalised names that name an issuer its scope holds ("JnJ", "3M"): its documents' identity
+    answers for them, whatever their passages call it ("we", "the Company")."""
+    if not scope or not scope.get("issuers"):
+        return frozenset()
+    with col.client.reading(col.tenant) as conn:
+        held = [h for h in col.client.held.get(conn, col.tenant, col.collection_id) if h.issuer in scope["issuers"]]
+    return frozenset(name for name in constraints(question) if names_issuer(name, held))
 
 
 def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
-                threshold: float, timings: dict[str, float]) -> Judgement:
+                threshold: float, timings: dict[str, float], scope: Mapping[str, Any] | None = None) -> Judgement:
     """The answerability checks (answer/answerable.py) over the first candidates, with the collection's document
     frequencies of the question's words; their milliseconds go to `timings["answerable"]`."""
     started = time.perf_counter()
-    dfs, chunks = answer_terms(question, col)
-    judged = judge_answerable(question, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
-                              limits=answer_limits(col.settings))
+    asked = read_question(question).text  # instructions steer the answer, they are not evidence to find
+    dfs, chunks = answer_terms(asked, col)
+    judged = judge_answerable(asked, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
+                              limits=answer_limits(col.settings), satisfied=_issuer_names(asked, scope, col))
     timings["answerable"] = (time.perf_counter() - started) * 1000
     return judged
 
@@ -1234,7 +1323,7 @@ def _extractive(question: str, context: Sequence[Candidate], col: Collection, re
     if isinstance(calc, Calculation):
         checked = check(calc.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=calc.as_dict())
-    quoted = extract(question, quotable, model).text
+    quoted = extract(read_question(question).text, quotable, model).text
     calculation = None
     if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
         rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted

@@ -80,13 +80,14 @@ class Chunk:
     token_count: int = 0
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    context: str = ""  # whose and which document it is (its identity line, ingest.identity), when told
 
     @property
     def search_text(self) -> str:
-        """The text that is embedded and indexed: heading path as context, then the content."""
-        if not self.heading_path:
-            return self.content
-        return " > ".join(self.heading_path) + "\n\n" + self.content
+        """The text that is embedded and indexed: the document's identity and the heading path as context, then
+        the content."""
+        lead = "\n".join(x for x in (self.context, " > ".join(self.heading_path)) if x)
+        return f"{lead}\n\n{self.content}" if lead else self.content
 
 
 @dataclass(frozen=True)

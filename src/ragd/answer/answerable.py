@@ -314,10 +314,12 @@ def check(question: Question, passage: Passage, chunk_id: str, limits: Limits) -
 
 
 def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], chunks: int, *,
-          threshold: float, reranked: bool, limits: Limits = Limits()) -> Judgement:
+          threshold: float, reranked: bool, limits: Limits = Limits(),
+          satisfied: frozenset[str] = frozenset()) -> Judgement:
     """Which of the first `limits.look` candidates that are relevant (a cross-encoder probability, when it ran,
     else a reciprocal-rank score, at or above `threshold`: see `abstain.judge`) answer the question; an
-    abstention naming the check that decided and what was missing when none does."""
+    abstention naming the check that decided and what was missing when none does. `satisfied`: constraints the
+    candidates need not say (an issuer's name its documents' identity answers for)."""
     checks: list[Check] = []
     passed: list[Candidate] = []
     relevant = [c for c in ranked[: limits.look] if relevance(c, reranked) >= threshold]
@@ -329,6 +331,10 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     strict = len(sources) > 1 or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
     asked = Question.of(question, dfs, chunks, limits)
+    if satisfied:
+        asked = dataclasses.replace(asked, constraints=tuple(c for c in asked.constraints if c not in satisfied),
+                                    weights={s: w for s, w in asked.weights.items()
+                                             if s not in {stem(x.lower()) for x in satisfied}})
     for candidate in relevant:
         result = check(asked, Passage.of(candidate), str(candidate.chunk_id), limits if strict else loose)
         checks.append(result)

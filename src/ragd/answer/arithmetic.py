@@ -50,7 +50,8 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
                           r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b", re.IGNORECASE)),
 )
 # A question about why or how something changed asks for an explanation, not a figure.
-_CAUSE = re.compile(r"\b(?:why|reasons?|caused?|resulted|led\s+to|due\s+to|driven|drivers?|attributable|explain\w*|"
+_CAUSE = re.compile(r"\b(?:why|reasons?|caused?|resulted|led\s+to|due\s+to|driven|drove|drivers?|attributable|"
+                    r"explain\w*|"
                     r"contribut\w+)\b|\bhow\s+(?:did|does|do|has|have|was|were|is|are)\b(?!.*\bby\b)", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be between by change changed compared company did do does during each for "

@@ -55,6 +55,7 @@ from .bounds import Limits
 from .chunk import chunk_blocks
 from .detect import detect
 from .extract import EXTRACTORS, ExtractOptions, Source, pdf
+from .identity import identify
 from .normalize import storable
 from .uploads import process_alive
 from .worker import POOL, PdfSplit, Worker
@@ -541,6 +542,11 @@ def prepare(col: Collection, doc: ExtractedDocument, index: int, tags: Sequence[
     chunks, warnings = chunk_blocks(doc.blocks, col.policy, col.counter, doc_id=str(doc_id))
     if not chunks:
         raise IngestError(f"{doc.external_id}: nothing to index after extraction")
+    identity = identify(doc.blocks, doc.title)
+    if not identity.empty:  # whose and which period: the title, and every chunk's retrieval context
+        line = identity.line()
+        doc = dataclasses.replace(doc, title=line, metadata={**doc.metadata, "identity": identity.as_dict()})
+        chunks = [dataclasses.replace(c, context=line) for c in chunks]
     all_tags = tuple(sorted(set(doc.tags) | set(tags)))
     return _Prepared(
         item_index=index,

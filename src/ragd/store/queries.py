@@ -552,6 +552,10 @@ _CANDIDATE_JOINS = ("JOIN documents d ON d.doc_id = c.doc_id "
                     "JOIN document_versions v ON v.doc_version_id = c.doc_version_id")
 CANDIDATE_COLUMNS = (f"SELECT c.chunk_id, {_CANDIDATE_SELECT} FROM chunks c {_CANDIDATE_JOINS} "
                      "WHERE c.chunk_id = ANY(%(ids)s) AND c.is_active")
+# A document's active table chunks in order, as Candidates (its statements, read as facts)
+DOCUMENT_TABLES = (f"SELECT c.chunk_id, {_CANDIDATE_SELECT} FROM chunks c {_CANDIDATE_JOINS} "
+                   "WHERE c.doc_id = %(doc_id)s AND c.collection_id = %(collection_id)s AND c.is_active "
+                   "AND c.chunk_type = 'table' ORDER BY c.chunk_index")
 
 
 def filter_clause(filters: Filters, alias: str = "c") -> tuple[sql.Composable, dict[str, Any]]:

@@ -1,0 +1,369 @@
+"""Look-alike filings with exact truth (issue 57): annual reports of several invented issuers and years, the same
+statements in each, and questions about them in FinanceBench's format, to measure on data nobody tuned on.
+
+    python bench/filinggen.py --out DIR [--issuers 6] [--years 3] [--seed 7]
+    ragd eval DIR/filings.jsonl            # (its documents in DIR/pdfs/)
+
+Each filing is a PDF of seven pages: an SEC cover page (the fields in a varying order, sometimes in two columns
+as EDGAR's converters draw them, the trading symbol table), a table of contents, management's discussion (the
+year's changes and the reasons for them, in sentences), the statements of income (three years), the balance
+sheets (two year ends) and the statements of cash flows (three years), and a notes page; a running header and a
+page footer on every page. The figures of a year are the same in every filing that reports it (the prior-year
+columns of the next filing), and an issuer's fiscal year ends on its own date (December 31, June 30, the Saturday
+nearest January 31). Types, sizes and margins vary by issuer.
+
+The questions (`filings.jsonl`, one a line): line items looked up by the names analysts use ("capital
+expenditure", "COGS", "total current assets"), metrics computed from them (gross margin, capex over revenue, the
+change in net sales), the reason for a change (MD&A's sentence), and questions the collection cannot answer (an
+issuer it does not hold, a year none of the issuer's filings covers: `answerable: false`, to be abstained on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportlab.lib.pagesizes import LETTER
+from reportlab.pdfgen import canvas
+
+FIRST = ["Halvern", "Orison", "Tamsett", "Brightwater", "Kestrel", "Marrow", "Quillon", "Vantor", "Ellery",
+         "Corvane", "Sable", "Drummond", "Ostara", "Pellam", "Wrenfield", "Ardent", "Lumira", "Thessaly"]
+SECOND = ["Industries", "Foods", "Systems", "Retail", "Energy", "Devices", "Brands", "Logistics", "Health",
+          "Materials", "Outfitters", "Networks"]
+SUFFIX = [", Inc.", " Corporation", " Company", " Holdings, Inc.", " Group, Inc."]
+STATES = ["Delaware", "Minnesota", "Ohio", "New Jersey", "Washington", "Texas"]
+DRIVERS = ["higher unit volumes in the {seg} segment", "price increases across most categories",
+           "the acquisition of a regional distributor", "new store openings", "stronger demand for {seg} products",
+           "favorable foreign currency effects"]
+DRAGS = ["lower demand in the {seg} segment", "unfavorable foreign currency effects", "the exit of a product line",
+         "store closures", "supply chain disruptions"]
+SEGMENTS = ["Consumer", "Industrial", "Professional", "International", "Digital"]
+
+
+@dataclass
+class Issuer:
+    name: str
+    short: str  # how a question names it
+    ticker: str
+    fye: str  # december, june, january
+    state: str
+    font: str
+    size: float
+    years: dict[int, dict[str, float]] = field(default_factory=dict)
+    reasons: dict[int, str] = field(default_factory=dict)
+
+
+def year_end(issuer: Issuer, year: int) -> dt.date:
+    if issuer.fye == "december":
+        return dt.date(year, 12, 31)
+    if issuer.fye == "june":
+        return dt.date(year, 6, 30)
+    day = dt.date(year + 1, 1, 31)  # the Saturday nearest January 31 of the next calendar year
+    return min((day + dt.timedelta(days=d) for d in range(-3, 4)), key=lambda x: abs((x - day).days)
+               if x.weekday() == 5 else 99)
+
+
+def figures(rng: random.Random, sales: float) -> dict[str, float]:
+    cogs = round(sales * rng.uniform(0.45, 0.7))
+    sga = round(sales * rng.uniform(0.12, 0.22))
+    gross = sales - cogs
+    operating = gross - sga
+    interest = round(sales * rng.uniform(0.005, 0.02))
+    pretax = operating - interest
+    tax = round(pretax * rng.uniform(0.18, 0.26))
+    net = pretax - tax
+    cash = round(sales * rng.uniform(0.05, 0.15))
+    receivables = round(sales * rng.uniform(0.06, 0.12))
+    inventories = round(sales * rng.uniform(0.08, 0.16))
+    other_current = round(sales * rng.uniform(0.01, 0.03))
+    current_assets = cash + receivables + inventories + other_current
+    ppe = round(sales * rng.uniform(0.2, 0.45))
+    goodwill = round(sales * rng.uniform(0.05, 0.2))
+    assets = current_assets + ppe + goodwill
+    payables = round(sales * rng.uniform(0.05, 0.1))
+    accrued = round(sales * rng.uniform(0.03, 0.06))
+    current_liabilities = payables + accrued
+    debt = round(sales * rng.uniform(0.1, 0.3))
+    liabilities = current_liabilities + debt
+    equity = assets - liabilities
+    dep = round(ppe * rng.uniform(0.08, 0.14))
+    capex = round(sales * rng.uniform(0.03, 0.08))
+    operating_cash = net + dep + round(sales * rng.uniform(-0.02, 0.03))
+    investing = -capex - round(sales * rng.uniform(0, 0.02))
+    financing = -round(sales * rng.uniform(0.01, 0.05))
+    return {"net sales": sales, "cost of sales": cogs, "gross profit": gross,
+            "selling, general and administrative expenses": sga, "operating income": operating,
+            "interest expense": interest, "income before income taxes": pretax, "provision for income taxes": tax,
+            "net income": net, "cash and cash equivalents": cash, "accounts receivable, net": receivables,
+            "inventories": inventories, "other current assets": other_current, "total current assets": current_assets,
+            "property and equipment, net": ppe, "goodwill": goodwill, "total assets": assets,
+            "accounts payable": payables, "accrued liabilities": accrued,
+            "total current liabilities": current_liabilities, "long-term debt": debt, "total liabilities": liabilities,
+            "total shareholders' equity": equity, "depreciation and amortization": dep,
+            "net cash provided by operating activities": operating_cash,
+            "purchases of property and equipment": -capex, "net cash used in investing activities": investing,
+            "net cash used in financing activities": financing}
+
+
+INCOME = ["net sales", "cost of sales", "gross profit", "selling, general and administrative expenses",
+          "operating income", "interest expense", "income before income taxes", "provision for income taxes",
+          "net income"]
+BALANCE = ["cash and cash equivalents", "accounts receivable, net", "inventories", "other current assets",
+           "total current assets", "property and equipment, net", "goodwill", "total assets", "accounts payable",
+           "accrued liabilities", "total current liabilities", "long-term debt", "total liabilities",
+           "total shareholders' equity"]
+CASH = ["net income", "depreciation and amortization", "net cash provided by operating activities",
+        "purchases of property and equipment", "net cash used in investing activities",
+        "net cash used in financing activities"]
+
+
+def issuers(rng: random.Random, count: int, years: list[int]) -> list[Issuer]:
+    firsts = rng.sample(FIRST, count)
+    out = []
+    for first in firsts:
+        second = rng.choice(SECOND)
+        name = f"{first} {second}{rng.choice(SUFFIX)}"
+        short = rng.choice([first, f"{first} {second}"])
+        issuer = Issuer(name, short, (first[:3] + second[:1]).upper(), rng.choice(["december", "june", "january"]),
+                        rng.choice(STATES), rng.choice(["Helvetica", "Times-Roman"]), rng.choice([8.5, 9.0, 9.5]))
+        sales = float(rng.randrange(2_000, 60_000))
+        for year in range(years[0] - 2, years[-1] + 1):
+            issuer.years[year] = figures(rng, round(sales))
+            seg = rng.choice(SEGMENTS)
+            up = rng.random() < 0.7
+            sales *= rng.uniform(1.02, 1.15) if up else rng.uniform(0.88, 0.98)
+            issuer.reasons[year + 1] = (rng.choice(DRIVERS if up else DRAGS)).format(seg=seg)
+        out.append(issuer)
+    return out
+
+
+def money(value: float) -> str:
+    text = f"{abs(value):,.0f}"
+    return f"({text})" if value < 0 else text
+
+
+class Doc:
+    def __init__(self, path: Path, issuer: Issuer, year: int):
+        self.pdf = canvas.Canvas(str(path), pagesize=LETTER)
+        self.issuer, self.year, self.page = issuer, year, 0
+        self.y = 0.0
+        self.start()
+
+    def start(self) -> None:
+        self.page += 1
+        self.y = LETTER[1] - 80
+        self.pdf.setFont(self.issuer.font, 7.5)
+        if self.page > 1:  # running header and footer: furniture
+            self.pdf.drawString(50, LETTER[1] - 40, f"{self.issuer.name} | Fiscal {self.year} Form 10-K")
+            self.pdf.drawRightString(LETTER[0] - 50, 30, str(self.page))
+            self.pdf.drawString(50, 30, "Table of Contents")
+
+    def line(self, text: str, x: float = 50, size: float | None = None, bold: bool = False) -> None:
+        font = self.issuer.font + ("-Bold" if bold and self.issuer.font == "Helvetica" else "")
+        if bold and self.issuer.font == "Times-Roman":
+            font = "Times-Bold"
+        self.pdf.setFont(font, size or self.issuer.size)
+        self.pdf.drawString(x, self.y, text)
+        self.y -= (size or self.issuer.size) * 1.45
+
+    def paragraph(self, text: str, width: int = 105) -> None:
+        words, line = text.split(), ""
+        for w in words:
+            if len(line) + len(w) + 1 > width:
+                self.line(line)
+                line = w
+            else:
+                line = f"{line} {w}".strip()
+        if line:
+            self.line(line)
+        self.y -= 6
+
+    def table(self, title: str, columns: list[str], rows: list[tuple[str, list[float]]], unit: str) -> None:
+        self.line(title, bold=True, size=self.issuer.size + 1.5)
+        self.line(unit)
+        xs = [LETTER[0] - 70 - 75 * (len(columns) - 1 - i) for i in range(len(columns))]
+        self.pdf.setFont(self.issuer.font, self.issuer.size)
+        for x, c in zip(xs, columns):
+            self.pdf.drawRightString(x, self.y, c)
+        self.y -= self.issuer.size * 1.8
+        for label, values in rows:
+            indent = 62 if not label.lower().startswith(("total", "net ", "gross", "operating income")) else 50
+            self.pdf.setFont(self.issuer.font, self.issuer.size)
+            self.pdf.drawString(indent, self.y, label[:1].upper() + label[1:])
+            for x, v in zip(xs, values):
+                self.pdf.drawRightString(x, self.y, money(v))
+            self.y -= self.issuer.size * 1.6
+        self.y -= 10
+
+    def next_page(self) -> None:
+        self.pdf.showPage()
+        self.start()
+
+    def save(self) -> None:
+        self.pdf.showPage()
+        self.pdf.save()
+
+
+def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> dict[str, int]:
+    """The filing's PDF; the page (1-based) of each part, for the evidence."""
+    end = year_end(issuer, year)
+    d = Doc(path, issuer, year)
+    pages: dict[str, int] = {}
+    d.line("UNITED STATES", x=230, bold=True)
+    d.line("SECURITIES AND EXCHANGE COMMISSION", x=180, bold=True)
+    d.line("Washington, D.C. 20549", x=230)
+    d.line("FORM 10-K", x=250, size=14, bold=True)
+    d.line("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934")
+    when = f"{end:%B} {end.day}, {end.year}"
+    if rng.random() < 0.5:
+        d.line(f"For the fiscal year ended {when}")
+        d.line(f"Commission file number 1-{rng.randrange(1000, 9999)}")
+    else:  # two columns read across: the date below its label, another field between
+        d.pdf.setFont(issuer.font, issuer.size)
+        d.pdf.drawString(50, d.y, "For the fiscal year ended")
+        d.pdf.drawString(330, d.y, "Commission file")
+        d.y -= issuer.size * 1.45
+        d.pdf.drawString(50, d.y, when)
+        d.pdf.drawString(330, d.y, f"number 1-{rng.randrange(1000, 9999)}")
+        d.y -= issuer.size * 1.45
+    d.y -= 8
+    d.line(issuer.name.upper() if rng.random() < 0.5 else issuer.name, x=200, size=13, bold=True)
+    d.line("(Exact name of registrant as specified in its charter)", x=190)
+    d.line(f"{issuer.state}    {rng.randrange(10, 99)}-{rng.randrange(1000000, 9999999)}")
+    d.line("(State or other jurisdiction of incorporation)    (I.R.S. Employer Identification No.)")
+    d.line("Securities registered pursuant to Section 12(b) of the Act:")
+    d.line("Title of each class    Trading Symbol(s)    Name of each exchange on which registered")
+    d.line(f"Common Stock, $0.01 par value    {issuer.ticker}    New York Stock Exchange")
+    d.paragraph("Indicate by check mark whether the registrant (1) has filed all reports required to be filed by "
+                "Section 13 or 15(d) of the Securities Exchange Act of 1934 during the preceding 12 months. Yes [X] "
+                "No [ ]")
+    d.next_page()
+    d.line("TABLE OF CONTENTS", bold=True)
+    for n, part in enumerate(["Business", "Risk Factors", "Management's Discussion and Analysis",
+                              "Financial Statements and Supplementary Data", "Notes"], start=1):
+        d.line(f"Item {n}.  {part}" + " " * 20 + str(n + 2))
+    d.next_page()
+    pages["mdna"] = d.page
+    now, before = issuer.years[year], issuer.years[year - 1]
+    change = (now["net sales"] / before["net sales"] - 1) * 100
+    d.line("Management's Discussion and Analysis of Financial Condition and Results of Operations", bold=True)
+    d.paragraph(f"Fiscal {year} compared with fiscal {year - 1}. Net sales "
+                f"{'increased' if change >= 0 else 'decreased'} {abs(change):.1f}% to ${now['net sales']:,.0f} "
+                f"million in fiscal {year}, primarily due to {issuer.reasons[year]}. Gross profit as a percentage "
+                f"of net sales was {now['gross profit'] / now['net sales'] * 100:.1f}% compared with "
+                f"{before['gross profit'] / before['net sales'] * 100:.1f}% in the prior year.")
+    d.paragraph("Selling, general and administrative expenses reflect continued investment in our stores, "
+                "technology and people. We believe our liquidity, including cash from operations and our credit "
+                "facility, is sufficient to meet our needs for at least the next twelve months.")
+    d.paragraph(f"Capital expenditures were ${-now['purchases of property and equipment']:,.0f} million in fiscal "
+                f"{year}, mainly for new stores, distribution capacity and information technology.")
+    d.next_page()
+    cols3 = [str(y) for y in (year, year - 1, year - 2)]
+    unit = "(In millions, except per share data)"
+    pages["income"] = d.page
+    d.table(f"{issuer.name.upper()}\nConsolidated Statements of Income".split("\n")[1], cols3,
+            [(k, [issuer.years[y][k] for y in (year, year - 1, year - 2)]) for k in INCOME], unit)
+    d.next_page()
+    pages["balance"] = d.page
+    d.table("Consolidated Balance Sheets", [f"{year_end(issuer, y):%b}. {year_end(issuer, y).day}, "
+                                            f"{year_end(issuer, y).year}" for y in (year, year - 1)],
+            [(k, [issuer.years[y][k] for y in (year, year - 1)]) for k in BALANCE], "(In millions)")
+    d.next_page()
+    pages["cash"] = d.page
+    d.table("Consolidated Statements of Cash Flows", cols3,
+            [(k, [issuer.years[y][k] for y in (year, year - 1, year - 2)]) for k in CASH], "(In millions)")
+    d.next_page()
+    d.line("Notes to Consolidated Financial Statements", bold=True)
+    d.paragraph(f"Note 1. Summary of significant accounting policies. Our fiscal year ends on {when}. The "
+                "consolidated financial statements include the accounts of the Company and its subsidiaries.")
+    d.save()
+    return pages
+
+
+# how analysts name a line item (the questions' words) -> the statement's line
+LOOKUPS = [("capital expenditure", "purchases of property and equipment", "cash",
+            "Give a response to the question by relying on the details shown in the cash flow statement."),
+           ("total current assets", "total current assets", "balance", "Answer in USD millions."),
+           ("net income", "net income", "income", "Answer in USD millions."),
+           ("COGS", "cost of sales", "income", "Please state answer in USD millions."),
+           ("total inventories", "inventories", "balance", "Base your judgments on the balance sheet."),
+           ("net revenue", "net sales", "income", "Answer in USD millions.")]
+
+
+def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], held: dict[tuple[str, int], str],
+              pages: dict[str, dict[str, int]], unheld: list[str]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+
+    def add(issuer: Issuer, year: int, kind: str, question: str, answer: str, part: str) -> None:
+        doc = held[(issuer.name, year)]
+        out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": doc, "question_type": kind,
+                    "question": question, "answer": answer, "answerable": True,
+                    "evidence": [{"evidence_page_num": pages[doc][part] - 1, "evidence_text": ""}]})
+
+    for issuer in all_issuers:
+        for year in years:
+            name, item, part, ask = rng.choice(LOOKUPS)
+            value = issuer.years[year][item]
+            add(issuer, year, "lookup", f"What is the FY{year} {name} for {issuer.short}? {ask}",
+                f"${abs(value):,.2f}".replace(",", ""), part)
+            f = issuer.years[year]
+            margin = f["gross profit"] / f["net sales"] * 100
+            add(issuer, year, "metric", f"What is {issuer.short}'s FY{year} gross margin (as a %)? Round your answer "
+                f"to one decimal place.", f"{margin:.1f}%", "income")
+            capex = -f["purchases of property and equipment"] / f["net sales"] * 100
+            add(issuer, year, "metric", f"What is the FY{year} capital expenditure as a % of revenue for "
+                f"{issuer.short}? Answer in units of percents and round to one decimal place.", f"{capex:.1f}%", "cash")
+            add(issuer, year, "reason", f"What drove the change in {issuer.short}'s net sales in FY{year}?",
+                issuer.reasons[year].replace("{seg}", ""), "mdna")
+    for name in unheld:
+        out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": None, "question_type": "unheld",
+                    "question": f"What is {name}'s FY{years[-1]} capital expenditure? Answer in USD millions.",
+                    "answer": "", "answerable": False, "evidence": []})
+    issuer = all_issuers[0]
+    out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": None, "question_type": "unheld",
+                "question": f"What is {issuer.short}'s FY{years[-1] + 6} net revenue? Answer in USD millions.",
+                "answer": "", "answerable": False, "evidence": []})
+    return out
+
+
+def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: int = 2) -> Path:
+    """Write out/pdfs/*.pdf and out/filings.jsonl; the questions file's path."""
+    rng = random.Random(seed)
+    years = list(range(2021 - nyears + 1, 2022))
+    made = issuers(rng, count + unheld, years)
+    held_issuers, outsiders = made[:count], made[count:]
+    (out / "pdfs").mkdir(parents=True, exist_ok=True)
+    held: dict[tuple[str, int], str] = {}
+    pages: dict[str, dict[str, int]] = {}
+    info = []
+    for issuer in held_issuers:
+        for year in years:
+            doc = f"{issuer.ticker}_{year}_10K"
+            held[(issuer.name, year)] = doc
+            pages[doc] = draw_filing(out / "pdfs" / f"{doc}.pdf", issuer, year, rng)
+            info.append({"doc_name": doc, "company": issuer.name, "doc_type": "10k", "doc_period": year})
+    qs = questions(rng, held_issuers, years, held, pages, [o.short for o in outsiders])
+    path = out / "filings.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in qs), encoding="utf-8")
+    (out / "document_information.jsonl").write_text("".join(json.dumps(i) + "\n" for i in info), encoding="utf-8")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--issuers", type=int, default=6)
+    parser.add_argument("--years", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--unheld", type=int, default=2, help="issuers asked about and not in the collection")
+    args = parser.parse_args()
+    path = generate(args.out, args.issuers, args.years, args.seed, args.unheld)
+    print(f"wrote {path} and {args.out / 'pdfs'}; measure with: ragd eval {path}")
+
+
+if __name__ == "__main__":
+    main()

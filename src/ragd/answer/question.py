@@ -1,0 +1,89 @@
+"""What a question asks, apart from how it asks to be answered.
+
+Questions to an analyst's tool come wrapped in instructions: "Answer in USD millions.", "Round your answer to two
+decimal places.", "Give a response to the question by relying on the details shown in the cash flow statement.",
+"Assume that you are a public equities analyst.", "(in units of percents and round to one decimal place)". They
+steer the answer's form (its unit, its rounding) and its source (a statement), and are not words the evidence must
+contain: a balance sheet never says "round". `read_question` splits them off, and writes the periods as filings
+write them: "FY2018" is fiscal 2018, which a filing writes "2018" (or "fiscal 2018", "year ended December 31,
+2018"); a quarter ("Q2", "second quarter") is the period of a quarterly document, which its identity says.
+
+The patterns are of English instructions and of periods, not of any collection; what is kept is the question."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# a sentence (or leading clause) that instructs rather than asks: a persona, a request about the answer's form or
+# source, the definition of a metric
+_INSTRUCTION = re.compile(
+    r"^\s*(?:please\s+)?(?:give|round|answer|provide|use|using|utili[sz]e|base|basing|calculate|compute|express|help|"
+    r"address|state|respond|rely|relying|assume|consider|think|imagine|pretend|act|you\s+are|you're|we\s+want|we\s+need|"
+    r"i\s+want|i\s+need|here's|here\s+is|let's|note|"
+    r"if\s+\w+(?:\s+\w+){0,4}\s+(?:is|are)\s+not\s+(?:a\s+)?(?:useful|relevant|meaningful)|(?:the\s+)?answer\s+should|your\s+answer|show|report|return|format|present|do\s+not|don't)\b",
+    re.IGNORECASE)
+_DEFINITION = re.compile(r"\b(?:is|are)\s+defined\s+as\b|\bdefined\s+as\s*:|\bformula\s+is\b", re.IGNORECASE)
+_SOURCE_CLAUSE = re.compile(
+    r"^\s*(?:(?:according|pursuant)\s+to|in\s+agreement\s+with|by\s+(?:drawing|relying|referring|looking)|"
+    r"(?:when|while)\s+(?:primarily\s+)?(?:referencing|referring|relying|using|looking|basing)|based\s+(?:on|upon)|"
+    r"(?:primarily\s+)?using|relying\s+on|basing\s+\w+\s+\w+\s+(?:on|by)|with\s+reference\s+to|from)\b[^,?]{0,160}?"
+    r"\b(?:statements?|sheet|p\s*&\s*l|information|details|data|figures|notes?|filing|report|10-?[kq])\b[^,?]*,\s*",
+    re.IGNORECASE)
+_FORM_PHRASE = re.compile(
+    r"\(\s*(?:in|as|answer\s+in|expressed\s+in)\s+[^()]{0,60}\)"
+    r"|,?\s*\b(?:rounded|round(?:ing)?)\s+(?:it\s+|your\s+answer\s+)?to\s+(?:the\s+nearest\s+\w+|\w+\s+decimal\s+places?|"
+    r"\w+\s+significant\s+(?:digits|figures))"
+    r"|,?\s*\b(?:in|as)\s+(?:units\s+of\s+)?(?:usd|us\$|\$|eur|gbp)?\s*(?:millions|billions|thousands|percents?|"
+    r"percentage(?:\s+points)?)\b(?=\s*[?.,]|$)", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z(])")
+_FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
+_FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
+_QUARTER = re.compile(r"\bQ[1-4]\b\s*(?:of\s+)?|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?",
+                      re.IGNORECASE)
+_FISCAL = re.compile(r"\bfiscal\s+(?:year\s+)?(?=(?:19|20)\d\d\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReadQuestion:
+    text: str  # what is asked, periods as filings write them
+    instructions: tuple[str, ...]  # what steers the answer's form and source
+    asked: str  # the question as given
+
+
+def read_question(question: str) -> ReadQuestion:
+    sentences = [s for s in _SENTENCE.split(question.strip()) if s.strip()]
+    kept: list[str] = []
+    instructions: list[str] = []
+    for sentence in sentences:
+        asks = sentence.rstrip().endswith("?")
+        if not asks and (_INSTRUCTION.match(sentence) or _DEFINITION.search(sentence)):
+            instructions.append(sentence.strip())
+            continue
+        if asks and _INSTRUCTION.match(sentence) and ":" in sentence:  # "Here's the question: what is ...?"
+            head, _, sentence = sentence.partition(":")
+            instructions.append(head.strip() + ":")
+        clause = _SOURCE_CLAUSE.match(sentence)
+        if clause:
+            instructions.append(clause.group(0).strip(" ,"))
+            sentence = sentence[clause.end():]
+        for m in _FORM_PHRASE.finditer(sentence):
+            instructions.append(m.group(0).strip(" ,"))
+        sentence = _FORM_PHRASE.sub("", sentence)
+        kept.append(sentence.strip())
+    text = " ".join(k for k in kept if k) or question
+    if len(kept) > 1 or not any(k.rstrip().endswith("?") for k in kept):
+        # a question asked in several sentences keeps them all, but a sentence that only follows up on the
+        # question's form ("If operating margin is not a useful metric, please state that") goes
+        text = " ".join(k for k in kept if k) or question
+    return ReadQuestion(periods_as_written(text), tuple(i for i in instructions if i), question)
+
+
+def periods_as_written(text: str) -> str:
+    """"FY2018" -> "2018", "FY 22" -> "2022", "Q2 of FY2024" -> "2024", "fiscal 2022" -> "2022": the year is what
+    a filing's statements and sentences say; the fiscal quarter is the quarterly document's, in its identity."""
+    out = _FY.sub(lambda m: m.group(1), text)
+    out = _FY_SHORT.sub(lambda m: f"20{m.group(1)}", out)
+    out = _QUARTER.sub("", out)
+    out = _FISCAL.sub("", out)
+    return re.sub(r"\s{2,}", " ", out).strip()

@@ -1,0 +1,512 @@
+"""Financial statements as tables of facts, and the metrics analysts compute from them.
+
+A question such as "What is the FY2018 capital expenditure amount (in USD millions) for 3M?" or "What is the FY2019
+inventory turnover ratio?" names line items the way analysts do ("capital expenditure", "COGS", "net PP&E"), a
+period, and often a metric whose operands sit in two statements (the income statement's cost of sales over the
+balance sheet's average inventory). Passages retrieved for it hold a sentence about capital spending, a table
+of the notes, the statement itself: what answers is the statement's row for the item, in the column of the year.
+
+This module reads a document's tables (its table chunks: each repeats the table's header) as facts (line item,
+period, value, unit, page, chunk) and answers from them:
+- **concepts**: a documented vocabulary of line items and the names issuers print for them (LINE_ITEMS: "Cost of
+  sales", "Cost of goods sold", "Cost of revenues" are one concept), each with the statement it lives in;
+- **questions**: the names analysts use for them (TERMS: "COGS", "capex", "PP&E", "top line");
+- **metrics**: standard definitions (METRICS: margins, turnover ratios, days payable, quick and current ratios,
+  effective tax rate, cash conversion, returns on assets and equity, growth), from textbook and CFA-curriculum
+  definitions (average balances for turnover and returns, 365 days a year);
+- a row is taken from the table that is the item's own statement (its title says "balance sheet", "statement of
+  cash flows"...; the question's "relying on the cash flow statement" is followed), has one column for the period
+  and the most line items of the vocabulary; a tie goes to the earlier table. Anything missing, or a year no
+  column holds, is a refusal naming what was not found: it never guesses.
+
+Values are as printed (parentheses are negative, "—" is nil), with the unit of the table's caption ("(In
+millions, except per share data)"). Everything is deterministic."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..types import Candidate
+from .arithmetic import format_number, parse_number
+from .extractive import table
+
+# -- the vocabulary ---------------------------------------------------------------------------------------------
+# concept -> (its statement, the row labels issuers print for it, most specific first). Labels are compared after
+# `label_key` (lower case, parentheticals, footnote marks and punctuation gone; "total " and ", net" optional).
+LINE_ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "revenue": ("income", ("total net revenue", "total net revenues", "total revenues", "total revenue",
+                           "net revenues", "net revenue", "total net sales", "net sales", "revenues", "revenue",
+                           "net sales and revenues", "sales to customers", "sales", "net operating revenues",
+                           "operating revenues", "total operating revenues")),
+    "cogs": ("income", ("cost of sales", "cost of goods sold", "cost of revenues", "cost of revenue",
+                        "total cost of revenues", "total cost of revenue", "cost of products sold",
+                        "cost of sales excluding depreciation and amortization", "cost of services and products",
+                        "cost of goods sold excluding depreciation and amortization", "total cost of sales")),
+    "gross_profit": ("income", ("gross profit", "gross margin")),
+    "sga": ("income", ("selling general and administrative expenses", "selling general and administrative",
+                       "selling general and administrative expense", "general and administrative")),
+    "operating_income": ("income", ("operating income", "operating income loss", "income from operations",
+                                    "operating profit", "income loss from operations", "operating earnings")),
+    "interest_expense": ("income", ("interest expense", "interest expense net")),
+    "pretax_income": ("income", ("income before income taxes", "income before taxes",
+                                 "earnings before provision for taxes on income", "income before provision for "
+                                 "income taxes", "earnings before income taxes", "income loss before income taxes")),
+    "income_tax": ("income", ("provision for income taxes", "income tax expense", "income taxes",
+                              "provision for taxes on income", "income tax provision", "provision benefit for "
+                              "income taxes", "income tax expense benefit")),
+    "net_income": ("income", ("net income attributable to shareholders", "net earnings", "net income",
+                              "net income loss", "net earnings loss")),
+    "da": ("cash", ("depreciation and amortization", "depreciation amortization and other",
+                    "depreciation and amortization expense", "depreciation depletion and amortization",
+                    "depreciation of property and equipment")),
+    "cfo": ("cash", ("net cash provided by operating activities", "net cash provided by used in operating activities",
+                     "cash provided by operations", "net cash from operating activities",
+                     "cash provided by operating activities", "net cash flows from operating activities")),
+    "capex": ("cash", ("purchases of property plant and equipment", "purchases of property and equipment",
+                       "capital expenditures", "additions to property plant and equipment",
+                       "additions to property and equipment", "payments for property and equipment",
+                       "purchases of property and equipment including internal use software and website development",
+                       "capital spending", "expenditures for property plant and equipment",
+                       "property plant and equipment additions", "investments in property plant and equipment")),
+    "dividends": ("cash", ("dividends paid", "dividends paid to shareholders", "cash dividends paid",
+                           "payments of dividends", "dividends")),
+    "cash": ("balance", ("cash and cash equivalents", "cash and equivalents", "cash")),
+    "short_investments": ("balance", ("marketable securities current", "short term investments",
+                                      "marketable securities", "short term marketable securities")),
+    "receivables": ("balance", ("accounts receivable net", "accounts receivable", "trade receivables net",
+                                "receivables net", "accounts receivable less allowances", "trade accounts receivable",
+                                "accounts notes and other receivables", "receivables")),
+    "inventory": ("balance", ("total inventories", "merchandise inventories", "inventories", "inventory")),
+    "current_assets": ("balance", ("total current assets",)),
+    "ppe": ("balance", ("property plant and equipment net", "property and equipment net", "net property plant "
+                        "and equipment", "property plant and equipment", "property and equipment")),
+    "total_assets": ("balance", ("total assets",)),
+    "payables": ("balance", ("accounts payable", "trade accounts payable", "accounts payable trade")),
+    "current_liabilities": ("balance", ("total current liabilities",)),
+    "total_liabilities": ("balance", ("total liabilities",)),
+    "equity": ("balance", ("total shareholders equity", "total stockholders equity", "total equity",
+                           "total shareowners equity", "shareholders equity", "stockholders equity")),
+}
+# how questions name a concept (lower case, longest first when read)
+TERMS: dict[str, tuple[str, ...]] = {
+    "revenue": ("revenue", "revenues", "net revenue", "net revenues", "total revenue", "net sales", "sales",
+                "top line", "top-line"),
+    "cogs": ("cogs", "cost of goods sold", "cost of sales", "cost of revenue", "cost of revenues"),
+    "gross_profit": ("gross profit",),
+    "sga": ("sg&a", "selling, general and administrative"),
+    "operating_income": ("operating income", "operating profit", "income from operations", "ebit"),
+    "interest_expense": ("interest expense",),
+    "pretax_income": ("pretax income", "pre-tax income", "income before taxes", "income before income taxes"),
+    "income_tax": ("income tax expense", "income taxes", "tax expense", "provision for income taxes"),
+    "net_income": ("net income", "net earnings", "net profit", "net income attributable to shareholders"),
+    "da": ("depreciation and amortization", "d&a", "depreciation & amortization"),
+    "cfo": ("cash from operations", "operating cash flow", "cash flow from operations", "cash from operating "
+            "activities", "net cash provided by operating activities", "cash flows from operations"),
+    "capex": ("capital expenditure", "capital expenditures", "capex", "capital spending", "purchases of property"),
+    "dividends": ("dividends paid", "dividends", "dividend payments"),
+    "cash": ("cash and cash equivalents", "cash & cash equivalents", "cash"),
+    "receivables": ("accounts receivable", "receivables"),
+    "inventory": ("inventory", "inventories", "total inventories"),
+    "current_assets": ("total current assets", "current assets"),
+    "ppe": ("net ppne", "ppne", "net pp&e", "pp&e", "property, plant and equipment", "property and equipment",
+            "fixed assets", "net fixed assets"),
+    "total_assets": ("total assets",),
+    "payables": ("accounts payable", "payables"),
+    "current_liabilities": ("total current liabilities", "current liabilities"),
+    "total_liabilities": ("total liabilities",),
+    "equity": ("shareholders' equity", "shareholders equity", "stockholders' equity", "stockholders equity",
+               "total equity"),
+}
+# amounts a statement may print in brackets (as deductions or outflows) that are the item's size all the same
+OUTFLOWS = frozenset({"cogs", "sga", "interest_expense", "income_tax", "da", "capex", "dividends"})
+STATEMENTS = {
+    "income": re.compile(r"statements?\s+of\s+(?:consolidated\s+)?(?:comprehensive\s+)?(?:income|operations|"
+                         r"earnings)|income\s+statements?|p\s*&\s*l|profit\s+and\s+loss", re.IGNORECASE),
+    "balance": re.compile(r"balance\s+sheets?|statements?\s+of\s+financial\s+(?:position|condition)",
+                          re.IGNORECASE),
+    "cash": re.compile(r"cash\s+flows?\s+statements?|statements?\s+of\s+cash\s*flows?|cash\s+flow\s+statement",
+                       re.IGNORECASE),
+}
+_UNIT = re.compile(r"\b(?:in\s+|\$\s*in\s+|dollars\s+in\s+|amounts\s+in\s+)?(thousands|millions|billions)\b",
+                   re.IGNORECASE)
+_PAREN = re.compile(r"\([^)]*\)")
+_MARK = re.compile(r"(?<=[a-z])\d+\b|\*+")
+
+
+def label_key(label: str) -> str:
+    """A row label as the vocabulary reads it: "Purchases of property, plant and equipment (PP&E)" ->
+    "purchases of property plant and equipment"; "Property, plant and equipment — net" -> "property plant and
+    equipment net"."""
+    text = _PAREN.sub(" ", label.lower().replace("\u2019", "'"))
+    text = _MARK.sub("", text).replace("'", "")
+    text = re.sub(r"[^a-z&]+", " ", text).replace("&", " and ")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+_KEYS = {concept: tuple(label_key(x) for x in labels) for concept, (_, labels) in LINE_ITEMS.items()}
+
+
+def concept_of(label: str) -> tuple[str, int] | None:
+    """The concept a row label names, and how specific the name is (0: the most)."""
+    key = label_key(label)
+    bare = re.sub(r"^total\s+", "", key)
+    for concept, keys in _KEYS.items():
+        for rank, k in enumerate(keys):
+            if key == k or bare == k or key == f"{k} net" or bare == re.sub(r"^total\s+", "", k):
+                return concept, rank
+    return None
+
+
+# -- metrics ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    pattern: re.Pattern[str]
+    needs: tuple[tuple[str, int], ...]  # (concept, year offset: 0 the year, -1 the year before)
+    formula: Callable[[Mapping[tuple[str, int], float]], float]
+    unit: str  # "%", "x" (a ratio), "days", "" (an amount)
+    text: str  # the formula in words
+
+
+def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
+    return (v[(concept, 0)] + v[(concept, -1)]) / 2
+
+
+def _m(name: str, pattern: str, needs: Sequence[tuple[str, int]], formula: Callable[..., float], unit: str,
+       text: str) -> Metric:
+    return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text)
+
+
+# the first that matches is the metric (the order matters: "ebitda margin" before "ebitda")
+METRICS: tuple[Metric, ...] = (
+    _m("ebitda margin", r"\bebitda\b.{0,30}\bmargin\b", [("operating_income", 0), ("da", 0), ("revenue", 0)],
+       lambda v: (v[("operating_income", 0)] + v[("da", 0)]) / v[("revenue", 0)] * 100, "%",
+       "(operating income + depreciation and amortization) / revenue"),
+    _m("ebitda", r"\bebitda\b", [("operating_income", 0), ("da", 0)],
+       lambda v: v[("operating_income", 0)] + v[("da", 0)], "", "operating income + depreciation and amortization"),
+    _m("d&a margin", r"\b(?:d&a|depreciation\s+and\s+amortization)\b.{0,60}\bmargin\b", [("da", 0), ("revenue", 0)],
+       lambda v: v[("da", 0)] / v[("revenue", 0)] * 100, "%", "depreciation and amortization / revenue"),
+    _m("gross margin", r"\bgross\s+(?:profit\s+)?margins?\b", [("gross_profit", 0), ("revenue", 0)],
+       lambda v: v[("gross_profit", 0)] / v[("revenue", 0)] * 100, "%", "gross profit / revenue"),
+    _m("operating margin", r"\b(?:operating|ebit)\s+(?:income\s+|profit\s+)?margins?\b",
+       [("operating_income", 0), ("revenue", 0)],
+       lambda v: v[("operating_income", 0)] / v[("revenue", 0)] * 100, "%", "operating income / revenue"),
+    _m("net profit margin", r"\bnet\s+(?:profit\s+|income\s+)?margins?\b|\bprofit\s+margins?\b",
+       [("net_income", 0), ("revenue", 0)],
+       lambda v: v[("net_income", 0)] / v[("revenue", 0)] * 100, "%", "net income / revenue"),
+    _m("capex to revenue", r"\b(?:capex|capital\s+expenditures?|capital\s+spending)\b.{0,40}"
+       r"(?:%|percent(?:age)?|ratio|share)\s+(?:of|to)\s+(?:total\s+|net\s+)?(?:revenues?|sales)",
+       [("capex", 0), ("revenue", 0)], lambda v: v[("capex", 0)] / v[("revenue", 0)] * 100, "%",
+       "capital expenditure / revenue"),
+    _m("cogs to revenue", r"\b(?:cogs|cost\s+of\s+(?:goods\s+sold|sales|revenues?))\b.{0,40}"
+       r"(?:%|percent(?:age)?|ratio|share)\s+(?:of|to)\s+(?:total\s+|net\s+)?(?:revenues?|sales)",
+       [("cogs", 0), ("revenue", 0)], lambda v: v[("cogs", 0)] / v[("revenue", 0)] * 100, "%",
+       "cost of goods sold / revenue"),
+    _m("fixed asset turnover", r"\bfixed\s+asset\s+turnover\b", [("revenue", 0), ("ppe", 0), ("ppe", -1)],
+       lambda v: v[("revenue", 0)] / _avg(v, "ppe"), "x", "revenue / average net PP&E"),
+    _m("inventory turnover", r"\binventory\s+turnover\b|\btimes\b.{0,40}\bsold\s+its\s+inventory\b",
+       [("cogs", 0), ("inventory", 0), ("inventory", -1)],
+       lambda v: v[("cogs", 0)] / _avg(v, "inventory"), "x", "cost of goods sold / average inventory"),
+    _m("total asset turnover", r"\b(?:total\s+)?asset\s+turnover\b", [("revenue", 0), ("total_assets", 0),
+                                                                       ("total_assets", -1)],
+       lambda v: v[("revenue", 0)] / _avg(v, "total_assets"), "x", "revenue / average total assets"),
+    _m("days payable outstanding", r"\bdays\s+payables?\s+outstanding\b|\bdpo\b",
+       [("payables", 0), ("payables", -1), ("cogs", 0), ("inventory", 0), ("inventory", -1)],
+       lambda v: 365 * _avg(v, "payables") / (v[("cogs", 0)] + v[("inventory", 0)] - v[("inventory", -1)]),
+       "days", "365 x average accounts payable / (cost of goods sold + change in inventory)"),
+    _m("days sales outstanding", r"\bdays\s+sales\s+outstanding\b|\bdso\b",
+       [("receivables", 0), ("receivables", -1), ("revenue", 0)],
+       lambda v: 365 * _avg(v, "receivables") / v[("revenue", 0)], "days",
+       "365 x average accounts receivable / revenue"),
+    _m("days inventory outstanding", r"\bdays\s+(?:of\s+)?inventory\s+outstanding\b|\bdio\b",
+       [("inventory", 0), ("inventory", -1), ("cogs", 0)],
+       lambda v: 365 * _avg(v, "inventory") / v[("cogs", 0)], "days", "365 x average inventory / cost of goods sold"),
+    _m("quick ratio", r"\bquick\s+ratio\b|\bacid[-\s]test\b",
+       [("cash", 0), ("receivables", 0), ("current_liabilities", 0)],
+       lambda v: (v[("cash", 0)] + v.get(("short_investments", 0), 0.0) + v[("receivables", 0)])
+       / v[("current_liabilities", 0)], "x",
+       "(cash and equivalents + short-term investments + receivables) / current liabilities"),
+    _m("current ratio", r"\bcurrent\s+ratio\b", [("current_assets", 0), ("current_liabilities", 0)],
+       lambda v: v[("current_assets", 0)] / v[("current_liabilities", 0)], "x",
+       "current assets / current liabilities"),
+    _m("effective tax rate", r"\beffective\s+tax\s+rate\b", [("income_tax", 0), ("pretax_income", 0)],
+       lambda v: v[("income_tax", 0)] / v[("pretax_income", 0)] * 100, "%", "income tax expense / income before taxes"),
+    _m("cash conversion", r"\bcash\s+conversion\b", [("cfo", 0), ("net_income", 0)],
+       lambda v: v[("cfo", 0)] / v[("net_income", 0)], "x", "cash from operations / net income"),
+    _m("return on assets", r"\breturn\s+on\s+(?:total\s+)?assets\b|\broa\b",
+       [("net_income", 0), ("total_assets", 0), ("total_assets", -1)],
+       lambda v: v[("net_income", 0)] / _avg(v, "total_assets") * 100, "%", "net income / average total assets"),
+    _m("return on equity", r"\breturn\s+on\s+(?:shareholders'?\s+|stockholders'?\s+)?equity\b|\broe\b",
+       [("net_income", 0), ("equity", 0), ("equity", -1)],
+       lambda v: v[("net_income", 0)] / _avg(v, "equity") * 100, "%", "net income / average shareholders' equity"),
+    _m("interest coverage", r"\binterest\s+coverage\b", [("operating_income", 0), ("interest_expense", 0)],
+       lambda v: v[("operating_income", 0)] / v[("interest_expense", 0)], "x", "operating income / interest expense"),
+)
+_GROWTH = re.compile(r"\b(?:growth|change|increase|decrease|decline)\b.{0,30}\b(?:in|of)\b|\b(?:year[-\s]over[-\s]year|"
+                     r"yoy)\b|\bgrowth\s+rate\b", re.IGNORECASE)
+_PERCENT_ASKED = re.compile(r"%|percent", re.IGNORECASE)
+_AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
+_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
+_RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
+_CAUSE = re.compile(r"\b(?:why|what\s+(?:drove|drives|caused|led)|reasons?|drivers?|explain)\b", re.IGNORECASE)
+
+
+# -- facts ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fact:
+    concept: str
+    label: str  # the row as printed
+    column: str  # the period's column header
+    cell: str
+    value: float
+    unit: str  # "million", "thousand", "billion" or ""
+    page: int | None
+    chunk: Candidate
+
+
+@dataclass(frozen=True)
+class Table:
+    chunk: Candidate
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    statement: str | None  # income, balance, cash: what its title says it is
+    unit: str
+    items: int  # rows the vocabulary names
+    fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
+
+    @classmethod
+    def of(cls, chunk: Candidate) -> Table | None:
+        header, body = table(chunk.content)
+        if not header or len(header) < 2:
+            return None
+        title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
+        statement = next((name for name, p in STATEMENTS.items() if p.search(title)), None)
+        unit_at = _UNIT.search(" ".join([header[0], *chunk.heading_path[-1:]]))
+        unit = {"thousands": "thousand", "millions": "million", "billions": "billion"}[unit_at.group(1).lower()] \
+            if unit_at else ""
+        items = sum(1 for r in body if r and concept_of(r[0]) is not None)
+        ident = chunk.metadata.get("identity") or {}
+        fiscal = None
+        if ident.get("period_end") and ident.get("fiscal_year"):
+            end = str(ident["period_end"])
+            fiscal = (int(end[5:7]), int(ident["fiscal_year"]) - int(end[:4]))
+        return cls(chunk, tuple(header), tuple(tuple(r) for r in body), statement, unit, items, fiscal)
+
+
+_DATED = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+((?:19|20)\d\d)\b",
+                    re.IGNORECASE)
+_MONTH_NUMBER = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                             "nov", "dec"), start=1)}
+
+
+def fiscal_years(cell: str, fiscal: tuple[int, int] | None) -> set[int]:
+    """The fiscal years a column header names. A date at the document's fiscal year end ("January 29, 2022") is
+    the fiscal year the issuer names after it (`fiscal`: the month its years end and how many years the name
+    differs from the end's year: a year ending January 29, 2022 may be fiscal 2021); a plain year is itself."""
+    dated = list(_DATED.finditer(cell))
+    if dated:
+        out = set()
+        for m in dated:
+            year, month = int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]]
+            shift = fiscal[1] if fiscal and min((month - fiscal[0]) % 12, (fiscal[0] - month) % 12) <= 1 else 0
+            out.add(year + shift)
+        return out
+    return {int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", cell)}
+
+
+def _year_column(header: Sequence[str], year: int, fiscal: tuple[int, int] | None = None) -> int | None:
+    hits = [i for i, h in enumerate(header) if i > 0 and year in fiscal_years(h, fiscal)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = None) -> Fact | None:
+    """The fact of a concept for a year: from the table that is the concept's statement (or the one the question
+    asks to rely on), with one column for the year and the most line items; the row whose label names the concept
+    most specifically."""
+    home = LINE_ITEMS[concept][0]
+    best: tuple[tuple[int, int, int, int], Fact] | None = None
+    for order, t in enumerate(tables):
+        col = _year_column(t.header, year, t.fiscal)
+        if col is None:
+            continue
+        rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
+                and col < len(r) and parse_number(r[col]) is not None]
+        if not rows:
+            continue
+        rank, row = min(rows, key=lambda x: x[0])
+        score = (int(t.statement == home) + int(hint is not None and t.statement == hint), t.items, -rank, -order)
+        if best is None or score > best[0]:
+            value = parse_number(row[col])
+            assert value is not None
+            if concept in OUTFLOWS:  # an expense or outflow printed in brackets is still that amount
+                value = abs(value)
+            pages = t.chunk.metadata.get("pages") or [None]
+            best = (score, Fact(concept, row[0], t.header[col], row[col].replace("$", "").strip(), value, t.unit,
+                                pages[0], t.chunk))
+    return best[1] if best else None
+
+
+# -- answering ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Computed:
+    name: str  # the metric or the line item
+    result: float
+    unit: str
+    formula: str
+    facts: tuple[Fact, ...]
+    years: tuple[int, ...]
+
+    def sentence(self) -> str:
+        shown = f"{format_number(self.result)}{'%' if self.unit == '%' else ''}"
+        if self.unit == "x":
+            shown = f"{self.result:.2f}"
+        elif self.unit == "days":
+            shown = f"{self.result:.2f} days"
+        elif self.unit and self.unit != "%":
+            shown = f"{shown} {self.unit}"
+        period = "-".join(str(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
+            else str(self.years[0])
+        cells = "; ".join(f"{f.label} / {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
+                          f"{f' [page {f.page}]' if f.page else ''} [chunk:{f.chunk.chunk_id}]"
+                          for f in unique(self.facts))
+        how = f" = {self.formula}" if self.formula else ""
+        return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how} ({cells})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"operation": self.name, "result": self.result, "unit": self.unit, "formula": self.formula,
+                "chunk_id": str(self.facts[0].chunk.chunk_id) if self.facts else None,
+                "operands": [{"row": f.label, "column": f.column, "cell": f.cell, "value": f.value,
+                              "unit": f.unit, "page": f.page, "chunk_id": str(f.chunk.chunk_id),
+                              "concept": f.concept} for f in self.facts]}
+
+
+def unique(facts: Sequence[Fact]) -> list[Fact]:
+    """The facts once each (an operand used for two years is cited once)."""
+    seen: dict[tuple[str, str, str], Fact] = {}
+    for f in facts:
+        seen.setdefault((str(f.chunk.chunk_id), f.label, f.column), f)
+    return list(seen.values())
+
+
+def cited_chunks(facts: Sequence[Fact]) -> list[Candidate]:
+    """The chunks holding the facts, once each, in order."""
+    return list({str(f.chunk.chunk_id): f.chunk for f in facts}.values())
+
+
+@dataclass(frozen=True)
+class Missing:
+    name: str
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        return f"no statement of the document gives {', '.join(self.missing)}"
+
+
+def asked(question: str) -> tuple[Metric | None, str | None]:
+    """The metric a question asks for, else the line item it looks up (concept), else (None, None)."""
+    if _CAUSE.search(question):
+        return None, None
+    metric = next((m for m in METRICS if m.pattern.search(question)), None)
+    if metric is not None:
+        return metric, None
+    lower = question.lower()
+    spans = [(lower.find(term), -len(term), concept) for concept, terms in TERMS.items() for term in terms
+             if re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower)]
+    if not spans:
+        return None, None
+    # the longest name wins where names overlap ("net income" over "income", "total current assets" over "cash")
+    spans.sort(key=lambda s: (s[1], s[0]))
+    return None, spans[0][2]
+
+
+def years_asked(question: str) -> list[int]:
+    years = sorted({int(y) for y in _YEAR.findall(question)})
+    m = _RANGE.search(question)
+    if m and _AVERAGE.search(question):
+        first, last = int(m.group(1)), int(m.group(2))
+        if 0 < last - first <= 10:
+            return list(range(first, last + 1))
+    return years
+
+
+def answer(question: str, tables: Sequence[Table], hint: str | None = None) -> Computed | Missing | None:
+    """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
+    missing; None when the question asks for neither (or for a reason, or names no year)."""
+    metric, concept = asked(question)
+    years = years_asked(question)
+    if (metric is None and concept is None) or not years:
+        return None
+    if metric is None:
+        assert concept is not None
+        if _GROWTH.search(question) and _PERCENT_ASKED.search(question):
+            metric = _growth(concept)
+        elif _AVERAGE.search(question) and len(years) > 1:
+            return _average_of(concept, years, tables, hint)
+        else:
+            fact = find(tables, concept, years[-1], hint)
+            if fact is None:
+                return Missing(concept, (f"{concept.replace('_', ' ')} for {years[-1]}",))
+            return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],))
+    targets = years if _AVERAGE.search(question) and len(years) > 1 else [years[-1]]
+    results: list[tuple[float, tuple[Fact, ...]]] = []
+    for year in targets:
+        values: dict[tuple[str, int], float] = {}
+        facts: list[Fact] = []
+        missing = []
+        needs = list(metric.needs) + ([("short_investments", 0)] if metric.name == "quick ratio" else [])
+        for need, offset in needs:
+            fact = find(tables, need, year + offset, hint)
+            if fact is None:
+                if need != "short_investments":
+                    missing.append(f"{need.replace('_', ' ')} for {year + offset}")
+                continue
+            values[(need, offset)] = fact.value
+            facts.append(fact)
+        if missing:
+            return Missing(metric.name, tuple(missing))
+        try:
+            results.append((metric.formula(values), tuple(facts)))
+        except ZeroDivisionError:
+            return Missing(metric.name, ("a divisor that is not zero",))
+    value = sum(r for r, _ in results) / len(results)
+    formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
+    return Computed(metric.name, round(value, 6), metric.unit, formula, tuple(f for _, fs in results for f in fs),
+                    tuple(targets))
+
+
+def _growth(concept: str) -> Metric:
+    return Metric(f"change in {_name(concept)}", re.compile("$^"), ((concept, 0), (concept, -1)),
+                  lambda v: (v[(concept, 0)] - v[(concept, -1)]) / abs(v[(concept, -1)]) * 100, "%",
+                  f"({_name(concept)} this year - last year) / last year")
+
+
+def _average_of(concept: str, years: Sequence[int], tables: Sequence[Table], hint: str | None) -> Computed | Missing:
+    facts = []
+    for year in years:
+        fact = find(tables, concept, year, hint)
+        if fact is None:
+            return Missing(concept, (f"{concept.replace('_', ' ')} for {year}",))
+        facts.append(fact)
+    return Computed(f"average {_name(concept)}", sum(f.value for f in facts) / len(facts), facts[0].unit,
+                    f"average of {len(facts)} years", tuple(facts), tuple(years))
+
+
+_NAMES = {"cogs": "cost of goods sold", "sga": "selling, general and administrative expenses",
+          "da": "depreciation and amortization", "cfo": "cash from operations", "capex": "capital expenditure",
+          "ppe": "net property, plant and equipment", "pretax_income": "income before taxes"}
+
+
+def _name(concept: str) -> str:
+    return _NAMES.get(concept, concept.replace("_", " "))
+
+
+def statement_hint(instructions: Sequence[str]) -> str | None:
+    """The statement the question's instructions ask to rely on, when they name one only."""
+    named = {name for name, p in STATEMENTS.items() for text in instructions if p.search(text)}
+    return next(iter(named)) if len(named) == 1 else None

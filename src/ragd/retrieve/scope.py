@@ -1,0 +1,225 @@
+"""Questions that name a document: the issuer, the period and the form a question names, read against the
+identities of the collection's documents (ingest.identity).
+
+"What is 3M's FY2018 capex?" over a collection of many issuers' filings is about 3M's documents only: another
+issuer's cash flow statement is the most similar passage there is and the wrong one. When a question names an
+issuer that documents of the collection carry, retrieval is limited to that issuer's documents (a filter both
+legs apply); the period it names is written as filings write it ("FY2018" -> "fiscal year 2018", "Q2 2023" ->
+"Q2 fiscal 2023"), which every chunk's identity line says. When a question names an issuer no document carries,
+or a period no document of the issuer covers, there is nothing to answer from, and `ask` says so.
+
+An issuer is named by its name without the legal form ("Best Buy", "Kraft Heinz"), by the first word of it when
+the question writes it capitalised ("Costco", "Verizon"), by a trading symbol of its cover page ("JPM", "JnJ" for
+JNJ), or by the initials of a name of three words or more ("AMD")."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ingest.identity import core_name
+
+_FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
+_FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
+_QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?'?((?:19|20)\d\d)\b"
+                      r"|\b((?:19|20)\d\d)\s*Q([1-4])\b", re.IGNORECASE)
+_QUARTER_ONLY = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
+_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&.'\u2019-]*")
+_POSSESSIVE = re.compile(r"\b([A-Z][A-Za-z0-9&.-]{1,30})['\u2019]s\b")
+COVERS_BACK = 2  # a filing of fiscal year Y also reports Y-1 and Y-2 (its comparatives)
+COVERS_AHEAD = 1  # and speaks of Y+1 (guidance, expectations)
+
+
+@dataclass(frozen=True)
+class Held:
+    """One document's identity as the collection holds it."""
+
+    doc_id: uuid.UUID
+    issuer: str
+    tickers: tuple[str, ...] = ()
+    form: str | None = None
+    fiscal_year: int | None = None
+    fiscal_quarter: int | None = None
+
+    @property
+    def key(self) -> str:
+        return core_name(self.issuer)
+
+
+@dataclass(frozen=True)
+class Scope:
+    issuers: tuple[str, ...] = ()  # the issuers the question names (as their documents write them)
+    doc_ids: tuple[uuid.UUID, ...] = ()  # their documents
+    years: tuple[int, ...] = ()
+    quarter: int | None = None
+    query: str = ""  # the question with its periods as filings write them
+    unheld: str | None = None  # "no document of Walmart in this collection"
+    unknown: tuple[str, ...] = field(default=())  # names read as an issuer the collection does not hold
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"issuers": list(self.issuers), "documents": len(self.doc_ids), "years": list(self.years),
+                "quarter": self.quarter, "query": self.query, "unheld": self.unheld}
+
+
+def periods(question: str) -> str:
+    """The question with its periods as filings write them, the question's own words kept: "FY2018" ->
+    "FY2018 fiscal year 2018", "Q2 2023" -> "Q2 2023 second quarter fiscal 2023"."""
+    out = _QUARTER.sub(lambda m: f"{m.group(0)} Q{m.group(1) or m.group(4)} quarter fiscal "
+                                 f"{m.group(2) or m.group(3)}", question)
+    out = _FY.sub(lambda m: f"{m.group(0)} fiscal year {m.group(1)}", out)
+    return _FY_SHORT.sub(lambda m: f"{m.group(0)} fiscal year 20{m.group(1)}", out)
+
+
+def years_of(question: str) -> tuple[int, ...]:
+    found = [int(y) for y in _YEAR.findall(question)] + [int(y) for y in _FY.findall(question)]
+    found += [2000 + int(y) for y in _FY_SHORT.findall(question)]
+    return tuple(sorted(set(found)))
+
+
+def quarter_of(question: str) -> int | None:
+    m = _QUARTER.search(question)
+    if m:
+        return int(m.group(1) or m.group(4))
+    m = _QUARTER_ONLY.search(question)
+    if m:
+        return int(m.group(1)) if m.group(1) else _ORDINAL[m.group(2).lower()]
+    return None
+
+
+def _aliases(h: Held) -> tuple[list[str], list[str], list[str]]:
+    """(phrases matched case-insensitively, capitalised first words, symbols matched as written or mixed case)."""
+    core = core_name(h.issuer)
+    words = [w for w in re.split(r"[\s,]+", core) if w]
+    phrases = [core, core.replace("&", "and"), re.sub(r"\.com$", "", core)]
+    firsts = [words[0]] if len(words) > 1 and len(words[0]) >= 4 else []
+    if words and words[0].endswith(".com"):
+        firsts.append(words[0][:-4])
+    symbols = list(h.tickers)
+    initials = "".join(w[0] for w in words if w[0].isalnum())
+    if len(words) >= 3 and len(initials) >= 3:
+        symbols.append(initials.upper())
+    return [p for p in dict.fromkeys(phrases) if p], firsts, symbols
+
+
+def _names(question: str, h: Held) -> bool:
+    lower = f" {re.sub(r'[^a-z0-9&.]+', ' ', question.lower())} "
+    phrases, firsts, symbols = _aliases(h)
+    if any(f" {p} " in lower or f" {p}s " in lower for p in phrases):
+        return True
+    tokens = _TOKEN.findall(question)
+    for i, t in enumerate(tokens):
+        bare = re.sub(r"['\u2019]s$", "", t).rstrip(".")
+        if i > 0 and bare[:1].isupper() and bare.lower() in firsts:
+            return True
+        if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and not bare.islower()
+                               and bare != bare.capitalize()):
+            return True
+    return False
+
+
+def names_issuer(name: str, held: Sequence[Held]) -> bool:
+    """Whether a name of a question ("JnJ", "Costco", "3M") names the issuer of one of these documents."""
+    return any(_names(f"of {name}", h) for h in held)
+
+
+def scope_of(question: str, held: Sequence[Held], vocabulary: frozenset[str] = frozenset()) -> Scope:
+    """What the question names among the held identities. `vocabulary`: words the collection holds (lower
+    case); a possessive name outside it ("Walmart's") is an issuer the collection does not hold."""
+    years = years_of(question)
+    quarter = quarter_of(question)
+    query = periods(question)
+    named = [h for h in held if _names(question, h)]
+    if not named:
+        unknown = tuple(dict.fromkeys(
+            m.group(1) for m in _POSSESSIVE.finditer(question)
+            if m.group(1).lower() not in vocabulary and not any(ch.isdigit() for ch in m.group(1))))
+        unheld = None
+        if unknown and held:
+            unheld = f"no document of {unknown[0]}{_for(years, quarter)} in this collection"
+        return Scope(years=years, quarter=quarter, query=query, unheld=unheld, unknown=unknown)
+    keys = list(dict.fromkeys(h.key for h in named))
+    mine = [h for h in held if h.key in keys]
+    issuers = tuple(dict.fromkeys(h.issuer for h in mine if h.key in keys))
+    unheld = None
+    fiscal = [h.fiscal_year for h in mine if h.fiscal_year]
+    if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
+        unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
+    return Scope(issuers, tuple(sorted({h.doc_id for h in mine}, key=str)), years, quarter, query, unheld)
+
+
+def _for(years: Sequence[int], quarter: int | None) -> str:
+    if not years:
+        return ""
+    return f" for {'Q' + str(quarter) + ' ' if quarter else ''}{', '.join(map(str, years))}"
+
+
+_HELD = """SELECT d.doc_id, d.metadata->'identity' FROM documents d
+WHERE d.collection_id = %(collection_id)s AND d.metadata ? 'identity' ORDER BY d.doc_id"""
+
+
+class HeldCache:
+    """Each collection's held identities, read again when its generation moves (one row per document)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, uuid.UUID], tuple[int, tuple[Held, ...]]] = {}
+
+    def get(self, conn: Any, tenant: str, collection_id: uuid.UUID) -> tuple[Held, ...]:
+        row = conn.execute("SELECT generation FROM collections WHERE collection_id = %(collection_id)s",
+                           {"collection_id": collection_id}).fetchone()
+        generation = int(row[0]) if row else -1
+        key = (tenant, collection_id)
+        with self._lock:
+            hit = self._entries.get(key)
+        if hit is not None and hit[0] == generation:
+            return hit[1]
+        held = tuple(_held(doc_id, ident) for doc_id, ident in
+                     conn.execute(_HELD, {"collection_id": collection_id}).fetchall()
+                     if isinstance(ident, dict) and ident.get("issuer"))
+        with self._lock:
+            if len(self._entries) > 1024:
+                self._entries.clear()
+            self._entries[key] = (generation, held)
+        return held
+
+
+def _held(doc_id: uuid.UUID, ident: dict[str, Any]) -> Held:
+    return Held(doc_id, str(ident["issuer"]), tuple(str(t) for t in ident.get("tickers") or ()),
+                ident.get("form"), ident.get("fiscal_year"), ident.get("fiscal_quarter"))
+
+
+ANNUAL = ("10-K", "20-F", "40-F", "annual report")
+
+
+def statement_documents(held: Sequence[Held], scope: Mapping[str, Any], ranked: Sequence[Any]) -> list[uuid.UUID]:
+    """The named issuer's documents in the order their statements are read for a figure of the question's latest
+    year Y: the quarter's own document when a quarter is named; then the annual report of fiscal year Y, of Y+1 and
+    Y+2 (they report Y as their prior years); then the others in the order retrieval ranked them."""
+    years = scope.get("years") or []
+    quarter = scope.get("quarter")
+    year = max(years) if years else None
+    rank = {c.doc_id: i for i, c in reversed(list(enumerate(ranked)))}
+
+    def key(h: Held) -> tuple[int, int]:
+        annual = h.form in ANNUAL
+        if year is None or h.fiscal_year is None:
+            tier = 9
+        elif quarter and h.fiscal_quarter == quarter and h.fiscal_year == year:
+            tier = 0
+        elif annual and h.fiscal_year == year:
+            tier = 1
+        elif annual and h.fiscal_year in (year + 1, year + 2):
+            tier = 1 + h.fiscal_year - year
+        elif h.fiscal_year == year:
+            tier = 5
+        else:
+            tier = 9
+        return tier, rank.get(h.doc_id, len(rank))
+
+    return [h.doc_id for h in sorted(held, key=key)]

@@ -1,0 +1,250 @@
+"""Answers from look-alike filings (issue 57): document identity, questions that name a document, instructions,
+financial statements as facts, and `ragd eval` on FinanceBench-style files, on generated filings with exact truth
+(bench/filinggen.py: invented issuers, nobody tuned on them)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragd
+from ragd.answer.question import read_question
+from ragd.answer.statements import Computed, Missing, Table, answer, concept_of, label_key
+from ragd.errors import InvalidRequest
+from ragd.eval.filings import judge_answer, load_filings, matches_figure
+from ragd.ingest.identity import identify
+from ragd.retrieve.scope import Held, periods, scope_of
+from ragd.types import Block, Candidate
+
+from .conftest import REPO, run_cli
+
+
+def _filinggen() -> Any:
+    if "filinggen" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("filinggen", REPO / "bench" / "filinggen.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["filinggen"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["filinggen"]
+
+
+# -- identity -------------------------------------------------------------------------------------------------------
+
+COVER_10K = """UNITED STATES
+SECURITIES AND EXCHANGE COMMISSION
+Washington, D.C. 20549
+FORM 10-K
+ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the fiscal year ended Commission file
+January 29, 2022 number 1-4242
+QUORRA OUTFITTERS, INC.
+(Exact name of registrant as specified in its charter)
+Ohio 31-0000000
+Securities registered pursuant to Section 12(b) of the Act:
+Title of each class Trading Symbol(s) Name of each exchange on which registered
+Common Stock QORA New York Stock Exchange"""
+
+
+def test_a_10k_cover_names_its_issuer_form_and_fiscal_year_even_in_two_columns() -> None:
+    body = [Block("paragraph", COVER_10K, page=1),
+            Block("paragraph", "Quorra Outfitters | Fiscal 2021 Form 10-K. In fiscal 2021 net sales grew.", page=2)]
+    ident = identify(body)
+    assert ident.issuer == "Quorra Outfitters, Inc."
+    assert ident.form == "10-K" and ident.tickers == ("QORA",)
+    assert ident.period_end == "2022-01-29"
+    assert ident.fiscal_year == 2021  # a year ending in January, named by the issuer after the year before
+    assert ident.line() == "Quorra Outfitters, Inc. \u00b7 Form 10-K \u00b7 fiscal year 2021, ended January 29, 2022"
+
+
+def test_a_quarterly_report_and_an_earnings_release_name_their_quarter() -> None:
+    tenq = identify([Block("paragraph", "FORM 10-Q\nFor the quarterly period ended June 30, 2023\nLantern Bank Corp."
+                                        "\n(Exact name of registrant as specified in its charter)", page=1)])
+    assert (tenq.form, tenq.fiscal_quarter, tenq.fiscal_year) == ("10-Q", 2, 2023)
+    release = identify([Block("paragraph", "FOR IMMEDIATE RELEASE\nSpringfield (May 2, 2023) \u2013 Ardent Tools "
+                                           "Corporation (NYSE: ARDT) today reported results for the first quarter "
+                                           "of fiscal 2023.", page=1)])
+    assert (release.issuer, release.form, release.tickers) == ("Ardent Tools Corporation", "earnings release",
+                                                               ("ARDT",))
+    assert (release.fiscal_quarter, release.fiscal_year) == (1, 2023)
+
+
+def test_a_paragraph_naming_a_company_is_no_cover_page() -> None:
+    prose = [Block("paragraph", "Acme Widgets Company reported strong results this year, as its annual report "
+                                "for 2019 shows.", page=1)]
+    assert identify(prose).empty
+    assert identify([Block("paragraph", "Topics\nIntroduction to zoonoses", page=1)]).empty
+
+
+# -- questions ------------------------------------------------------------------------------------------------------
+
+def test_instructions_are_split_off_and_periods_written_as_filings_write_them() -> None:
+    q = read_question("Assume that you are an equity analyst. Using only the information within the balance sheet, "
+                      "how much total assets did Quorra have at the end of FY2021? Answer in USD millions.")
+    assert q.text == "how much total assets did Quorra have at the end of 2021?"
+    assert "Answer in USD millions." in q.instructions
+    q = read_question("What is the FY2019 fixed asset turnover ratio for Quorra? Fixed asset turnover ratio is "
+                      "defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019). Round your answer to "
+                      "two decimal places.")
+    assert q.text == "What is the 2019 fixed asset turnover ratio for Quorra?"
+    assert periods("What was revenue in Q2 FY2024?") == "What was revenue in Q2 FY2024 fiscal year 2024 Q2 quarter " \
+                                                        "fiscal 2024?"
+
+
+HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 2021),
+        Held(uuid.UUID(int=2), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 2020),
+        Held(uuid.UUID(int=3), "Advanced Lumen Devices Corporation", (), "10-K", 2021),
+        Held(uuid.UUID(int=4), "The Pell Harbor Company", ("PHC",), "10-Q", 2022, 2)]
+
+
+@pytest.mark.parametrize(("question", "doc_ints"), [
+    ("What is Quorra's FY2021 capex?", {1, 2}),  # the first word of the name, capitalised
+    ("What is the FY2021 COGS of Quorra Outfitters?", {1, 2}),
+    ("What is QORA's FY2021 net income?", {1, 2}),  # its trading symbol
+    ("Did ALD's gross margin grow in 2021?", {3}),  # the initials of a name of three words
+    ("In 2022 Q2, which of Pell Harbor's segments grew most?", {4}),
+    ("What is the quorra of 2021?", set()),  # a lower-case word is not a name
+])
+def test_a_question_names_the_issuers_it_names(question: str, doc_ints: set[int]) -> None:
+    assert {d.int for d in scope_of(question, HELD).doc_ids} == doc_ints
+
+
+def test_a_question_naming_an_issuer_or_period_the_collection_lacks_says_so() -> None:
+    assert scope_of("What was Walmart's 2019 capex?", HELD).unknown == ("Walmart",)
+    assert scope_of("What was Walmart's 2019 capex?", HELD).unheld == \
+        "no document of Walmart for 2019 in this collection"
+    assert scope_of("What was Quorra's FY2031 revenue?", HELD).unheld == \
+        "no document of Quorra Outfitters, Inc. for 2031 in this collection"
+    assert scope_of("What was Quorra's FY2019 revenue?", HELD).unheld is None  # reported as a prior year
+
+
+# -- statements -----------------------------------------------------------------------------------------------------
+
+FISCAL_2021 = {"period_end": "2022-01-29", "fiscal_year": 2021}  # a year ending in January, named the year before
+
+
+def _chunk(content: str, heading: tuple[str, ...] = (), page: int = 7) -> Candidate:
+    return Candidate(chunk_id=uuid.uuid4(), doc_id=uuid.UUID(int=1), doc_version_id=uuid.UUID(int=1), chunk_index=0,
+                     content=content, chunk_type="table", heading_path=heading,
+                     metadata={"pages": [page], "identity": FISCAL_2021})
+
+
+INCOME = _chunk("Consolidated Statements of Income (In millions) | 2021 | 2020 | 2019\n"
+                "Net sales | 10,000 | 9,000 | 8,000\nCost of sales | (6,000) | 5,400 | 4,900\n"
+                "Gross profit | 4,000 | 3,600 | 3,100\nNet income | 1,000 | 800 | 700", page=40)
+BALANCE = _chunk("Consolidated Balance Sheets (In millions) | January 29, 2022 | January 30, 2021\n"
+                 "Merchandise inventories | 1,500 | 1,300\nProperty and equipment, net | 2,000 | 1,800\n"
+                 "Total current assets | 4,100 | 3,900\nTotal current liabilities | 2,050 | 2,100", page=42)
+CASH = _chunk("Consolidated Statements of Cash Flows (In millions) | 2021 | 2020 | 2019\n"
+              "Net income | 1,000 | 800 | 700\nPurchases of property, plant and equipment (PP&E) | (450) | (400) | "
+              "(390)", page=44)
+MDNA_TABLE = _chunk("Selected data | 2021 | 2020\nCapital expenditures | 460 | 410\nNet sales | 10,000 | 9,000",
+                    page=20)
+
+
+def test_row_labels_are_read_as_the_vocabulary_names_them() -> None:
+    assert label_key("Purchases of property, plant and equipment (PP&E)") == \
+        "purchases of property plant and equipment"
+    assert concept_of("Property, plant and equipment \u2014 net") == ("ppe", 0)
+    assert concept_of("Total inventories")[0] == "inventory"  # type: ignore[index]
+    assert concept_of("Cost of goods sold")[0] == "cogs"  # type: ignore[index]
+    assert concept_of("Deferred income taxes") is None
+
+
+def test_a_line_item_comes_from_its_own_statement_with_its_page_and_unit() -> None:
+    tables = [t for c in (MDNA_TABLE, INCOME, BALANCE, CASH) if (t := Table.of(c)) is not None]
+    capex = answer("What is the 2021 capital expenditure amount for Quorra?", tables)
+    assert isinstance(capex, Computed)
+    assert (capex.result, capex.facts[0].page, capex.facts[0].unit) == (450.0, 44, "million")  # not the MD&A's 460
+    assert "(450) million [page 44]" in capex.sentence()
+
+
+def test_metrics_are_computed_across_statements_with_each_operand_cited() -> None:
+    tables = [t for c in (INCOME, BALANCE, CASH) if (t := Table.of(c)) is not None]
+    turnover = answer("What is the 2021 inventory turnover ratio?", tables)
+    assert isinstance(turnover, Computed)
+    assert turnover.result == pytest.approx(6000 / 1400)  # cost of sales (printed in brackets) / average inventory
+    assert {f.page for f in turnover.facts} == {40, 42}
+    margin = answer("What is the 2020 gross margin (as a %)?", tables)
+    assert isinstance(margin, Computed) and margin.result == pytest.approx(40.0) and margin.unit == "%"
+    growth = answer("What is the year-over-year change in revenue from 2020 to 2021 in percent?", tables)
+    assert isinstance(growth, Computed) and growth.result == pytest.approx(100 / 9 * 1.0, rel=1e-6)
+    average = answer("What is the 2019 - 2021 3 year average net profit margin (as a %)?", tables)
+    assert isinstance(average, Computed) and average.result == pytest.approx((10 + 800 / 90 + 700 / 80) / 3)
+    missing = answer("What is the 2021 days sales outstanding?", tables)
+    assert isinstance(missing, Missing) and "receivables for 2021" in missing.reason
+    assert answer("What drove the change in gross margin in 2021?", tables) is None  # a reason, not a figure
+
+
+# -- judging answers ------------------------------------------------------------------------------------------------
+
+def test_answers_are_judged_within_one_percent_after_scale_and_sign() -> None:
+    assert matches_figure(1577.0, "Purchases of PP&E: (1,577) million")
+    assert matches_figure(8.7, "Net PP&E was $8,738 million")  # billions asked, millions written
+    assert matches_figure(24.3, "margin of 0.243", percent=True)
+    assert not matches_figure(2001.5, "in fiscal 2018")  # a year is no figure
+    assert judge_answer("I don't know", "$5.0", abstained=True) == ("abstained", "figure")
+    assert judge_answer("Sales grew 3.0% in the US [chunk:x]", "US sales increased 3.0% vs international "
+                        "sales decline of 0.6%.", abstained=False)[0] == "wrong"  # 0.6% is missing
+    assert judge_answer("US sales grew 3.0%; international sales decline 0.6%", "US sales increased 3.0% vs "
+                        "international sales decline of 0.6%.", abstained=False)[0] == "correct"
+
+
+# -- end to end -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def filings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("filings")
+    return Path(_filinggen().generate(out, count=3, nyears=2, seed=11, unheld=1))
+
+
+def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    result = run_cli(["eval", str(filings), "--collection", "t" + uuid.uuid4().hex[:12], "--out", str(tmp_path),
+                      "--json"], cli_env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)["figures"]
+    assert figures["questions"] == 24 and figures["unanswerable"] == 2
+    assert figures["filing@1"] >= 0.9  # the right issuer and year among six look-alikes
+    assert figures["unanswerable_abstained"] == 1.0
+    assert figures["correct"] >= 0.6 and figures["wrong"] <= 0.1
+    with open(tmp_path / "filings_per_query.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 26 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
+    lookups = [r for r in rows if r["kind"] == "lookup"]
+    assert all(r["cited_pages"] for r in lookups if r["verdict"] == "correct")
+
+
+def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filings: Path,
+                                                                           client: ragd.Ragd, name: str) -> None:
+    col = client.collection(name)
+    assert not col.ingest([filings.parent / "pdfs"]).failed
+    docs = col.documents(limit=50)
+    titles = [d["title"] for d in docs]
+    assert all("Form 10-K" in t and "fiscal year" in t for t in titles)  # titles from the cover, not "UNITED STATES"
+    question = json.loads(filings.read_text(encoding="utf-8").splitlines()[0])
+    got = col.ask(question["question"], debug=True)
+    assert not got.abstained, got.reason
+    assert got.debug and got.debug["scope"]["issuers"]
+    assert got.calculation and got.calculation["operands"]
+    page = question["evidence"][0]["evidence_page_num"] + 1
+    assert got.calculation["operands"][0]["page"] == page
+    assert matches_figure(float(question["answer"].strip("$")), got.answer)
+    refused = col.ask("What was Zephyrine's FY2021 capital expenditure?")
+    assert refused.abstained and refused.reason == "no document of Zephyrine for 2021 in this collection"
+
+
+def test_load_filings_says_what_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question": "q?", "answer": "1", "doc_name": "ACME_2020_10K",
+                                "evidence": []}) + "\n", encoding="utf-8")
+    (tmp_path / "pdfs").mkdir()
+    with pytest.raises(InvalidRequest, match=r"no ACME_2020_10K\.pdf"):
+        load_filings(path)
