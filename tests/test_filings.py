@@ -5,6 +5,7 @@ financial statements as facts, and `ragd eval` on FinanceBench-style files, on g
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -248,3 +249,35 @@ def test_load_filings_says_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "pdfs").mkdir()
     with pytest.raises(InvalidRequest, match=r"no ACME_2020_10K\.pdf"):
         load_filings(path)
+
+
+def test_page_numbers_set_above_the_margin_are_furniture(tmp_path: Path, client: ragd.Ragd, name: str) -> None:
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "numbered.pdf"
+    pdf = canvas.Canvas(str(path), pagesize=LETTER)
+    for page in range(1, 6):
+        pdf.setFont("Helvetica", 10)
+        pdf.drawString(72, 700, f"Section {page}. The harbour authority reviewed berth {page * 7} in detail.")
+        pdf.drawString(72, 680, "Dredging schedules were agreed with the pilots and the port captain.")
+        pdf.drawCentredString(306, 110, str(40 + page))  # a page number a seventh up the page, not in the margin
+        pdf.showPage()
+    pdf.save()
+    col = client.collection(name)
+    assert not col.ingest([path]).failed
+    text = " ".join(b.get("text") or "" for d in col.documents() for b in col.blocks(d["external_id"])["blocks"])
+    assert "berth 14" in text
+    assert not any(str(n) in text.split() for n in range(41, 46))
+
+
+def test_a_question_asking_why_is_answered_by_the_sentence_that_says_why() -> None:
+    from ragd.answer.extractive import extract
+
+    mdna = dataclasses.replace(
+        _chunk("x"), chunk_type="paragraph",
+        content="Net sales of the Consumer segment changed in fiscal 2021 to $4.1 billion. Consumer segment net "
+                "sales in fiscal 2021 were the highest of all segments. Net sales rose 6%, primarily due to new "
+                "store openings.")
+    quoted = extract("What drove the change in Consumer segment net sales in fiscal 2021?", [mdna]).text
+    assert "primarily due to new store openings" in quoted

@@ -110,6 +110,16 @@ def _header(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
     return header, rows[n:]
 
 
+# A question asking for a reason, and the wording that gives one (of English, not of any collection).
+_ASKS_CAUSE = re.compile(r"\b(?:why|what\s+(?:drove|drives|caused|causes|led\s+to|explains?|contributed)|reasons?|"
+                         r"drivers?|factors?|due\s+to\s+what)\b", re.IGNORECASE)
+_GIVES_CAUSE = re.compile(r"\b(?:due\s+(?:primarily\s+|mainly\s+|largely\s+)?to|driven\s+(?:primarily\s+|mainly\s+)?by|"
+                          r"primarily\s+(?:by|from|as\s+a\s+result)|as\s+a\s+result\s+of|because|reflect(?:s|ed|ing)|"
+                          r"attributable\s+to|result(?:ed|ing)?\s+from|offset\s+by|owing\s+to|led\s+by)\b",
+                          re.IGNORECASE)
+CAUSE_SHARE = 0.25  # a sentence giving a reason leads when it scores at least this share of the best one
+
+
 def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,
             max_pieces: int = 3) -> Extract:
     chosen: list[tuple[str, Candidate, float]] = []
@@ -124,6 +134,11 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             scores = [probability(x) for x in model.score(question, [f"{lead}: {u}" if lead else u for u in units])]
         else:
             scores = [len(terms & set(tokens(u))) / max(1, len(terms)) for u in units]
+        if _ASKS_CAUSE.search(question):  # a question asking why: a sentence that says why, and is about the
+            # question (a quarter of the best piece's score at least), comes first
+            top = max(scores)
+            scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
+                      for x, u in zip(scores, units)]
         order = sorted(range(len(units)), key=lambda i: (-scores[i], i))
         if n == 0:  # the best piece, and the runner-up unless it scores far below (a quarter)
             take = order[:1] + [i for i in order[1:2] if scores[i] >= scores[order[0]] / 4]

@@ -554,8 +554,26 @@ def _margin_key(b: Box, height: float) -> str | None:
     return _DIGITS.sub("#", b.text) if b.table is None and _margin(b, height) else None
 
 
+def _edges(boxes: list[Box]) -> list[Box]:
+    """The page's first and last lines of text (outside tables): where a page number or a running title is when
+    the page sets it higher than the margin (EDGAR's converters draw page numbers a tenth up the page)."""
+    free = [b for b in boxes if b.table is None and b.text.strip()]
+    if not free:
+        return []
+    return [b for b in (min(free, key=lambda b: b.top), max(free, key=lambda b: b.bottom))
+            if len(b.text) <= EDGE_CHARS]
+
+
+def _edge_key(b: Box) -> str:
+    """A first or last line as furniture is recognised: a short one ("12", "F-12", "Page 12 of 80") with its
+    numbers masked, a longer one as written (a sentence that only differs in its figures is text)."""
+    text = b.text.strip()
+    return "edge:" + (_DIGITS.sub("#", text) if len(text.split()) <= EDGE_WORDS else text)
+
+
 def _margin_keys(boxes: list[Box], height: float) -> set[str]:
-    return {k for b in boxes if (k := _margin_key(b, height)) is not None}
+    """A page's running-header candidates: the texts in its top and bottom margins, and its first and last lines."""
+    return {k for b in boxes if (k := _margin_key(b, height)) is not None} | {_edge_key(b) for b in _edges(boxes)}
 
 
 def _running(keys: list[set[str]]) -> set[str]:
@@ -568,13 +586,16 @@ def _running(keys: list[set[str]]) -> set[str]:
 
 
 def _strip(boxes: list[Box], height: float, running: set[str]) -> list[Box]:
-    return [b for b in boxes if _margin_key(b, height) not in running]
+    edges = {id(b) for b in _edges(boxes) if _edge_key(b) in running}
+    return [b for b in boxes if _margin_key(b, height) not in running and id(b) not in edges]
 
 
 def _margin(b: Box, height: float) -> bool:
     return b.bottom < 0.08 * height or b.top > 0.92 * height
 
 
+EDGE_CHARS = 80  # a page's first or last line longer than this is text, not furniture
+EDGE_WORDS = 4  # a first or last line of at most this many words is compared with its numbers masked
 SPOOL_BYTES = 32 * 1024 * 1024  # pages' boxes held in memory up to this, then on disk
 
 
