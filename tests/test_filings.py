@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import ragd
-from ragd.answer.question import read_question
+from ragd.answer.question import decimals_asked, read_question
 from ragd.answer.statements import Computed, Missing, Table, answer, concept_of, label_key
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
@@ -175,6 +175,8 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     assert {f.page for f in turnover.facts} == {40, 42}
     margin = answer("What is the 2020 gross margin (as a %)?", tables)
     assert isinstance(margin, Computed) and margin.result == pytest.approx(40.0) and margin.unit == "%"
+    assert margin.sentence(decimals=1).startswith("Gross margin, 2020: 40.0% = gross profit / revenue (Gross profit")
+    assert decimals_asked(read_question("What is it? Round your answer to two decimal places.").instructions) == 2
     growth = answer("What is the year-over-year change in revenue from 2020 to 2021 in percent?", tables)
     assert isinstance(growth, Computed) and growth.result == pytest.approx(100 / 9 * 1.0, rel=1e-6)
     average = answer("What is the 2019 - 2021 3 year average net profit margin (as a %)?", tables)

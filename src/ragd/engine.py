@@ -27,7 +27,7 @@ from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
-from .answer.question import read_question
+from .answer.question import decimals_asked, read_question
 from .answer.statements import Computed, Missing
 from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
@@ -1138,7 +1138,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if unheld:
         written = _Written(ABSTAIN_ANSWER, reason=unheld)
     elif isinstance(stated, Computed):  # a figure of the named document's statements, its cells cited
-        checked = check(stated.sentence(), [*context.chunks, *statements.cited_chunks(stated.facts)])
+        checked = check(stated.sentence(decimals_asked(read_question(question).instructions)),
+                        [*context.chunks, *statements.cited_chunks(stated.facts)])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
     elif evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "

@@ -87,3 +87,17 @@ def periods_as_written(text: str) -> str:
     out = _QUARTER.sub("", out)
     out = _FISCAL.sub("", out)
     return re.sub(r"\s{2,}", " ", out).strip()
+
+
+_ROUND = re.compile(r"\bround\w*\b[^.?]{0,40}?\b(zero|one|two|three|four|no|\d)\s+decimal", re.IGNORECASE)
+_COUNT = {"zero": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4}
+
+
+def decimals_asked(instructions: tuple[str, ...] | list[str]) -> int | None:
+    """The decimals an instruction asks the answer rounded to ("round to two decimal places": 2)."""
+    for text in instructions:
+        m = _ROUND.search(text)
+        if m:
+            word = m.group(1).lower()
+            return _COUNT[word] if word in _COUNT else int(word)
+    return None

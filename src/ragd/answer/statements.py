@@ -361,12 +361,15 @@ class Computed:
     facts: tuple[Fact, ...]
     years: tuple[int, ...]
 
-    def sentence(self) -> str:
-        shown = f"{format_number(self.result)}{'%' if self.unit == '%' else ''}"
+    def sentence(self, decimals: int | None = None) -> str:
+        """"Gross margin, 2021: 40.0% = gross profit / revenue (Gross profit / 2021: 4,000 million [page 40]
+        [chunk:…]; …)", rounded to `decimals` when the question asks."""
+        number = format_number(self.result) if decimals is None else f"{self.result:,.{decimals}f}"
+        shown = f"{number}{'%' if self.unit == '%' else ''}"
         if self.unit == "x":
-            shown = f"{self.result:.2f}"
+            shown = f"{self.result:.{2 if decimals is None else decimals}f}"
         elif self.unit == "days":
-            shown = f"{self.result:.2f} days"
+            shown = f"{self.result:.{2 if decimals is None else decimals}f} days"
         elif self.unit and self.unit != "%":
             shown = f"{shown} {self.unit}"
         period = "-".join(str(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \

@@ -155,13 +155,16 @@ def numeric_gold(gold: str) -> float | None:
     return float(m.group(1).replace(",", "")) if m else None
 
 
-def matches_figure(value: float, answer: str, percent: bool = False) -> bool:
+def matches_figure(value: float, answer: str, percent: bool = False, decimals: int | None = None) -> bool:
     """Whether the answer holds the value within MATCH, at any scale a filing writes it in (units, thousands,
-    millions, billions of the gold's unit); a percentage also as its fraction."""
+    millions, billions of the gold's unit); a percentage also as its fraction. A gold written with `decimals`
+    decimals ("3.1%": rounded to one) also matches what rounds to it."""
     scales = (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9) if not percent else (1.0, 0.01)
     yearish = _YEARISH.match(f"{abs(value):.0f}") is not None and float(value).is_integer()
     found = [f for f in figures(answer) if yearish or not (f.is_integer() and _YEARISH.match(f"{f:.0f}"))]
-    return any(_close(abs(f), abs(value) * s) for f in found for s in scales)
+    half = 0.5 * 10.0 ** -decimals if decimals is not None and decimals <= 2 else 0.0
+    return any(_close(abs(f), abs(value) * s) or abs(abs(f) - abs(value) * s) <= half * s * (1 + 1e-9)
+               for f in found for s in scales)
 
 
 def judge_answer(answer: str, gold: str, abstained: bool) -> tuple[str, str]:
@@ -172,7 +175,10 @@ def judge_answer(answer: str, gold: str, abstained: bool) -> tuple[str, str]:
     if abstained:
         return "abstained", how
     if value is not None:
-        return ("correct" if matches_figure(value, text, "%" in gold or "percent" in gold.lower()) else "wrong"), how
+        written = re.search(r"\.(\d+)", gold)
+        decimals = len(written.group(1)) if written and written.group(1).strip("0") else None
+        percent = "%" in gold or "percent" in gold.lower()
+        return ("correct" if matches_figure(value, text, percent, decimals) else "wrong"), how
     key = [v for v in _gold_figures(gold)]
     words = [w for w in dict.fromkeys(_WORD.findall(gold.lower())) if w not in _STOP and len(w) > 2]
     lower = text.lower()
