@@ -195,6 +195,32 @@ def test_ask_streams_the_answer_and_a_citation_shows_its_highlighted_page(page: 
         "chips => new Set(chips.map(c => c.dataset.chunk)).size"))
 
 
+def test_a_computed_answer_marks_each_operand_on_its_page(page: Page, site: dict[str, Any],
+                                                        tmp_path: Path) -> None:
+    from .test_filings import _filinggen
+
+    questions = _filinggen().generate(tmp_path, count=2, nyears=1, seed=5, unheld=0)
+    site["client"].collection("filings", tenant=site["a"]).ingest([tmp_path / "pdfs"])
+    asked = next(q for q in map(json.loads, questions.read_text(encoding="utf-8").splitlines())
+                 if "gross margin" in q["question"])
+    sign_in(page, site)
+    page.select_option("#collection", "filings")
+    page.fill("#question", asked["question"])
+    page.click("#ask")
+    chip = page.locator("#answer .chip").first
+    expect(chip).to_be_visible(timeout=60_000)
+    expect(page.locator("#answer")).to_contain_text(asked["answer"])
+    with page.expect_response(lambda r: "/pages/" in r.url and r.url.split("?")[0].endswith(".png")) as drawn:
+        chip.click()
+    image = drawn.value
+    quoted = httpx.URL(image.url).params.get_list("quote")
+    assert quoted[0::2] == ["Gross profit", "Net sales"]  # each operand's row label, then its cell as printed
+    assert all(cell.replace(",", "").isdigit() for cell in quoted[1::2])
+    assert json.loads(image.headers["x-ragd-quotes"]), "the operand's row and cell are marked on the page"
+    expect(page.locator(".source-text mark").first).to_contain_text("Gross profit")
+    shot(page, "computed-answer-operands")
+
+
 def test_an_abstention_looks_like_one_with_the_closest_passages(page: Page, site: dict[str, Any]) -> None:
     sign_in(page, site)
     page.fill("#question", "What is the melting point of tungsten in kelvin?")

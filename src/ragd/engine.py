@@ -1103,6 +1103,7 @@ class _Written:
     completion: Completion | None = None
     prompt_version: str | None = None
     calculation: dict[str, Any] | None = None
+    told: bool = False  # the reason is the user's to read (what the documents lack), not an internal signal
 
 
 def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, request_id: str | None = None,
@@ -1129,6 +1130,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
         answerable = Judgement(True, "scope", unheld)
     elif isinstance(stated, Computed):
         answerable = Judgement(False, "statements", evidence=tuple(statements.cited_chunks(stated.facts)))
+    elif isinstance(stated, Missing) and stated.metric:  # a metric whose operands the statements do not give
+        answerable = Judgement(True, "statements", stated.reason)
     elif not evidence.abstain and s.answerable:
         answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings,
                                  info.get("scope"))
@@ -1152,7 +1155,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                                                   "rag.context_chunks": len(context.chunks),
                                                   "rag.context_tokens": context.tokens}) as current:
             supported = {c.chunk_id for c in answerable.evidence} if answerable is not None else None
-            written = (_extractive(question, context.chunks, col, reranked, rerank_floor, supported)
+            named = bool((info.get("scope") or {}).get("issuers"))
+            written = (_extractive(question, context.chunks, col, reranked, rerank_floor, supported, named)
                        if generator is None else _generated(question, context.chunks, generator))
             done = written.completion
             annotate(current, **{"rag.abstained": not written.cited,
@@ -1225,7 +1229,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                         if str(c.chunk_id) in lacks)[:3]
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id, log=line, calculation=written.calculation if cited else None,
-                  reason=answerable.reason if answerable is not None and (closest or unheld) else None,
+                  reason=answerable.reason if answerable is not None and answerable.abstain and (
+                      closest or answerable.check in ("scope", "statements")) else written.reason if (
+                      written.told and not cited) else None,
                   closest=closest)
 
 
@@ -1310,10 +1316,11 @@ def answer_limits(s: Settings) -> Limits:
 
 
 def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
-                threshold: float, supported: set[uuid.UUID] | None = None) -> _Written:
+                threshold: float, supported: set[uuid.UUID] | None = None, named: bool = False) -> _Written:
     """The context's best sentences, each with its marker. After a rerank only chunks the cross-encoder itself
     judged relevant enough may be quoted, and it scores the sentences; when the answerability checks ran, only the
-    chunks that passed them (`supported`)."""
+    chunks that passed them (`supported`). A computation asked of a document the question `named` (an issuer's
+    filing) that cannot be done is an abstention saying why: the rows near it are another period's or item's."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     quotable = [c for c in context if c.rerank_score is not None
@@ -1326,6 +1333,9 @@ def _extractive(question: str, context: Sequence[Candidate], col: Collection, re
         return _Written(checked.text, checked.cited, checked.invalid, calculation=calc.as_dict())
     quoted = extract(read_question(question).text, quotable, model).text
     calculation = None
+    if isinstance(calc, Refusal) and named:
+        return _Written(ABSTAIN_ANSWER, reason=f"the {calc.operation.replace('_', ' ')} could not be computed: "
+                                               f"{calc.reason}", told=True)
     if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
         rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted
         quoted = f"The {calc.operation.replace('_', ' ')} could not be computed: {calc.reason}. {rows}".strip()

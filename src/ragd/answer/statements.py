@@ -405,6 +405,7 @@ def cited_chunks(facts: Sequence[Fact]) -> list[Candidate]:
 class Missing:
     name: str
     missing: tuple[str, ...] = field(default=())
+    metric: bool = False  # a metric was asked (not a line item to look up)
 
     @property
     def reason(self) -> str:
@@ -472,11 +473,11 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None) -> C
             values[(need, offset)] = fact.value
             facts.append(fact)
         if missing:
-            return Missing(metric.name, tuple(missing))
+            return Missing(metric.name, tuple(missing), metric=True)
         try:
             results.append((metric.formula(values), tuple(facts)))
         except ZeroDivisionError:
-            return Missing(metric.name, ("a divisor that is not zero",))
+            return Missing(metric.name, ("a divisor that is not zero",), metric=True)
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
     return Computed(metric.name, round(value, 6), metric.unit, formula, tuple(f for _, fs in results for f in fs),

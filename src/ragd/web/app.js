@@ -309,14 +309,21 @@ function renderAnswer(ui, text, partial, numbers = new Map()) {
   return numbers;
 }
 
-/** Per cited chunk, the answer's sentences that cite it (the text before each of its markers). */
+// A computed answer's operand as the answer writes it: "Net sales / 2021: 10,000 million [page 40]" (the row's
+// label, its column, the cell as printed): the label and the cell are what is marked on the page.
+const OPERAND = /(?:^|[(;]\s*)([^;(\[\]]+?) \/ [^;:()\[\]]+: (\(?-?[\d.,]+\)?%?)(?:\s+(?:thousand|million|billion))?(?:\s+\[page \d+\])?\s*$/;
+
+/** Per cited chunk, the answer's sentences that cite it (the text before each of its markers); for a computed
+ *  answer's operand, its row label and its cell. */
 function quotesOf(text) {
   const quotes = new Map();
   let last = 0;
   for (const m of text.matchAll(MARKER)) {
     const sentence = text.slice(last, m.index).replace(MARKER, '').trim();
     const id = m[1].toLowerCase();
-    if (sentence) quotes.set(id, [...(quotes.get(id) || []), sentence]);
+    const operand = sentence.match(OPERAND);
+    const found = operand ? [operand[1].trim(), operand[2]] : [sentence];
+    if (sentence) quotes.set(id, [...(quotes.get(id) || []), ...found]);
     last = m.index + m[0].length;
   }
   return quotes;
