@@ -181,6 +181,9 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     assert isinstance(growth, Computed) and growth.result == pytest.approx(100 / 9 * 1.0, rel=1e-6)
     average = answer("What is the 2019 - 2021 3 year average net profit margin (as a %)?", tables)
     assert isinstance(average, Computed) and average.result == pytest.approx((10 + 800 / 90 + 700 / 80) / 3)
+    share = answer("What was net income as a percent of net sales in 2020?", tables)
+    assert isinstance(share, Computed) and share.result == pytest.approx(800 / 90)
+    assert answer("Did wages as a percent of net sales rise in 2021?", tables) is None  # wages: not a line item
     missing = answer("What is the 2021 days sales outstanding?", tables)
     assert isinstance(missing, Missing) and "receivables for 2021" in missing.reason
     assert answer("What drove the change in gross margin in 2021?", tables) is None  # a reason, not a figure
@@ -283,3 +286,28 @@ def test_a_question_asking_why_is_answered_by_the_sentence_that_says_why() -> No
                 "store openings.")
     quoted = extract("What drove the change in Consumer segment net sales in fiscal 2021?", [mdna]).text
     assert "primarily due to new store openings" in quoted
+
+
+def test_period_labels_set_above_a_table_become_its_header() -> None:
+    from ragd.ingest.extract.layout import _periods_over_tables
+
+    rows = (("CURRENT ASSETS", "", "", "", ""), ("Cash and cash equivalents", "$", "11,258", "$", "12,277"),
+            ("Receivables, net", "1,803", "", "1,550", ""), ("TOTAL ASSETS", "$", "59,268", "$", "55,556"))
+    sheet = Block("table", "", page=38, header=("ASSETS", "", "", "", ""), rows=rows)
+    blocks = [Block("paragraph", "CONSOLIDATED BALANCE SHEETS (amounts in millions)", page=38),
+              Block("heading", "August 29, 2021", page=38), Block("heading", "August 30, 2020", page=38), sheet]
+    out = _periods_over_tables(blocks)
+    assert [b.type for b in out] == ["paragraph", "table"]
+    assert out[1].header == ("ASSETS", "August 29, 2021", "August 30, 2020", "", "")
+    chunk = dataclasses.replace(_chunk(out[1].text, heading=("CONSOLIDATED BALANCE SHEETS (amounts in millions)",)),
+                                metadata={"pages": [38], "identity": {"period_end": "2021-08-29",
+                                                                      "fiscal_year": 2021}})
+    table = Table.of(chunk)
+    assert table is not None and table.statement == "balance" and table.unit == "million"
+    got = answer("How much total assets did it have at the end of 2020?", [table])
+    assert isinstance(got, Computed) and got.result == 55556.0  # the signs' columns read past
+    receivables = answer("What were receivables in 2021?", [table])
+    assert isinstance(receivables, Computed) and receivables.result == 1803.0
+    headings = [Block("heading", "2021", page=3), Block("heading", "Results", page=3),
+                Block("table", "", page=3, header=("Item", "2021", "2020"), rows=(("Sales", "1", "2"),))]
+    assert _periods_over_tables(headings) == headings  # a header naming its periods is left alone

@@ -1271,7 +1271,7 @@ def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Seq
             rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
                                                           "collection_id": col.collection_id}).fetchall()
             tables = [t for row in rows if (t := statements.Table.of(candidate(row, 0.0))) is not None]
-            outcome = statements.answer(read.text, tables, hint)
+            outcome = statements.answer(read.text, tables, hint, percent="%" in question or "percent" in question)
             if isinstance(outcome, Computed):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000

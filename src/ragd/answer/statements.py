@@ -25,6 +25,7 @@ millions, except per share data)"). Everything is deterministic."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -248,6 +249,9 @@ METRICS: tuple[Metric, ...] = (
 _GROWTH = re.compile(r"\b(?:growth|change|increase|decrease|decline)\b.{0,30}\b(?:in|of)\b|\b(?:year[-\s]over[-\s]year|"
                      r"yoy)\b|\bgrowth\s+rate\b", re.IGNORECASE)
 _PERCENT_ASKED = re.compile(r"%|percent", re.IGNORECASE)
+_SHARE_OF = re.compile(r"\bas\s+an?\s+(?:%|percent(?:age)?|share|proportion|fraction)\s+of\s+"
+                       r"(?P<whole>[a-z&' ,-]+?)(?=[?.,;]|\s+(?:in|for|from|during|between|over|at|by)\b|$)",
+                       re.IGNORECASE)
 _AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
 _RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
@@ -283,6 +287,7 @@ class Table:
         header, body = table(chunk.content)
         if not header or len(header) < 2:
             return None
+        header, body = _compacted(header, body)
         title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
         statement = next((name for name, p in STATEMENTS.items() if p.search(title)), None)
         unit_at = _UNIT.search(" ".join([header[0], *chunk.heading_path[-1:]]))
@@ -316,6 +321,29 @@ def fiscal_years(cell: str, fiscal: tuple[int, int] | None) -> set[int]:
             out.add(year + shift)
         return out
     return {int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", cell)}
+
+
+_CURRENCY = frozenset({"$", "\u20ac", "\u00a3", "\u00a5", "US$"})
+
+
+def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
+    """A table whose currency signs stand in columns of their own ("Cash | $ | 11,258 | $ | 12,277" beside
+    "Receivables | 917 | | 1,028 |"): each row's figures in order, in as many columns as most rows have; a row
+    with another count keeps its label only (which of its columns is empty cannot be told). Other tables as
+    they are."""
+    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]):
+        return list(header), [list(r) for r in body]
+
+    def values(cells: Sequence[str]) -> list[str]:
+        return [c.strip() for c in cells[1:] if c.strip() and c.strip() not in _CURRENCY]
+
+    counts = Counter(len(values(r)) for r in body if values(r))
+    if not counts:
+        return list(header), [list(r) for r in body]
+    width = max(counts, key=lambda n: (counts[n], n))
+    rows = [[r[0] if r else "", *(values(r) if len(values(r)) == width else [""] * width)] for r in body]
+    heads = values(header)
+    return [header[0], *(heads if len(heads) == width else [""] * width)], rows
 
 
 def _year_column(header: Sequence[str], year: int, fiscal: tuple[int, int] | None = None) -> int | None:
@@ -412,21 +440,31 @@ class Missing:
         return f"no statement of the document gives {', '.join(self.missing)}"
 
 
+def named_concept(text: str) -> str | None:
+    """The line item a text names (the longest name wins where names overlap: "net income" over "income",
+    "total current assets" over "cash"; then the first named)."""
+    lower = text.lower()
+    spans = [(-len(term), lower.find(term), concept) for concept, terms in TERMS.items() for term in terms
+             if re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower)]
+    return min(spans)[2] if spans else None
+
+
 def asked(question: str) -> tuple[Metric | None, str | None]:
-    """The metric a question asks for, else the line item it looks up (concept), else (None, None)."""
+    """The metric a question asks for, else the line item it looks up (concept), else (None, None). "A as a
+    percent of B" is the ratio of two line items; a question about an item the vocabulary does not name, as a
+    percent of one it does ("wages as a percent of net sales"), asks for neither."""
     if _CAUSE.search(question):
         return None, None
     metric = next((m for m in METRICS if m.pattern.search(question)), None)
     if metric is not None:
         return metric, None
-    lower = question.lower()
-    spans = [(lower.find(term), -len(term), concept) for concept, terms in TERMS.items() for term in terms
-             if re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower)]
-    if not spans:
+    share = _SHARE_OF.search(question)
+    if share:
+        part, whole = named_concept(question[: share.start()]), named_concept(share.group("whole"))
+        if part and whole and part != whole:
+            return _share(part, whole), None
         return None, None
-    # the longest name wins where names overlap ("net income" over "income", "total current assets" over "cash")
-    spans.sort(key=lambda s: (s[1], s[0]))
-    return None, spans[0][2]
+    return None, named_concept(question)
 
 
 def years_asked(question: str) -> list[int]:
@@ -439,16 +477,18 @@ def years_asked(question: str) -> list[int]:
     return years
 
 
-def answer(question: str, tables: Sequence[Table], hint: str | None = None) -> Computed | Missing | None:
+def answer(question: str, tables: Sequence[Table], hint: str | None = None,
+           percent: bool = False) -> Computed | Missing | None:
     """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
-    missing; None when the question asks for neither (or for a reason, or names no year)."""
+    missing; None when the question asks for neither (or for a reason, or names no year). `percent`: the
+    question's instructions ask for a percentage (a change in an item is then its growth rate)."""
     metric, concept = asked(question)
     years = years_asked(question)
     if (metric is None and concept is None) or not years:
         return None
     if metric is None:
         assert concept is not None
-        if _GROWTH.search(question) and _PERCENT_ASKED.search(question):
+        if _GROWTH.search(question) and (percent or _PERCENT_ASKED.search(question)):
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint)
@@ -482,6 +522,11 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None) -> C
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
     return Computed(metric.name, round(value, 6), metric.unit, formula, tuple(f for _, fs in results for f in fs),
                     tuple(targets))
+
+
+def _share(part: str, whole: str) -> Metric:
+    return Metric(f"{_name(part)} as a percent of {_name(whole)}", re.compile("$^"), ((part, 0), (whole, 0)),
+                  lambda v: v[(part, 0)] / v[(whole, 0)] * 100, "%", f"{_name(part)} / {_name(whole)}")
 
 
 def _growth(concept: str) -> Metric:

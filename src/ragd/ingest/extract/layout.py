@@ -982,7 +982,42 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
                                  meta=_more_boxes(blocks[-1], block))
         else:
             blocks.append(block)
-    return blocks
+    return _periods_over_tables(blocks)
+
+
+# a period as a statement's column header writes it: "August 29, 2021", "Fiscal 2021", "Year Ended May 31, 2019"
+_PERIOD_LABEL = re.compile(
+    r"^(?:(?:fiscal\s+)?(?:years?|quarters?|(?:three|six|nine|twelve|\d{1,2}|thirteen|fifty-two|fifty-three)"
+    r"(?:\s+|-)(?:months?|weeks?))\s+ended\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
+    r"\d{1,2},?\s+(?:19|20)\d\d$|^(?:fiscal\s+(?:year\s+)?)?(?:19|20)\d\d$", re.IGNORECASE)
+_HAS_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def _periods_over_tables(blocks: list[Block]) -> list[Block]:
+    """Column headers set apart from their table: a table whose header names no period, right under two to four
+    short lines that are each a period ("August 29, 2021", "August 30, 2020", read as headings), gets them as its
+    header, in order, after its first column; its own first row stays its first row."""
+    out: list[Block] = []
+    for block in blocks:
+        labels: list[Block] = []
+        while (out and len(labels) < 4 and out[-1].type in ("heading", "paragraph") and out[-1].page == block.page
+               and _PERIOD_LABEL.match(out[-1].text.strip())):
+            labels.insert(0, out.pop())
+        width = len(block.header)
+        if (block.type == "table" and 2 <= len(labels) <= width - 1
+                and not any(_HAS_YEAR.search(c) for c in block.header)):
+            alone = not any(c.strip() for c in block.header[1:])  # a header of one cell ("ASSETS") stays the header
+            header = (block.header[0] if alone else "", *(b.text.strip() for b in labels),
+                      *[""] * (width - 1 - len(labels)))
+            rows = block.rows if alone else (block.header, *block.rows)
+            meta = dict(block.meta)
+            if "row_pages" in meta and len(rows) > len(block.rows):
+                meta["row_pages"] = [block.page, *meta["row_pages"]]
+            out.append(replace(block, header=header, rows=tuple(rows), text=table_text(header, rows), meta=meta))
+            continue
+        out.extend(labels)
+        out.append(block)
+    return out
 
 
 def _more_boxes(first: Block, second: Block) -> dict[str, Any]:
