@@ -184,6 +184,9 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     share = answer("What was net income as a percent of net sales in 2020?", tables)
     assert isinstance(share, Computed) and share.result == pytest.approx(800 / 90)
     assert answer("Did wages as a percent of net sales rise in 2021?", tables) is None  # wages: not a line item
+    compared = answer("Did gross margin increase in 2021 compared to 2020?", tables)
+    assert isinstance(compared, Computed) and compared.result == pytest.approx(40.0)
+    assert compared.sentence(1).startswith("Gross margin, 2021: 40.0%, unchanged from 40.0% in 2020 = gross profit")
     missing = answer("What is the 2021 days sales outstanding?", tables)
     assert isinstance(missing, Missing) and "receivables for 2021" in missing.reason
     assert answer("What drove the change in gross margin in 2021?", tables) is None  # a reason, not a figure

@@ -249,6 +249,8 @@ METRICS: tuple[Metric, ...] = (
 _GROWTH = re.compile(r"\b(?:growth|change|increase|decrease|decline)\b.{0,30}\b(?:in|of)\b|\b(?:year[-\s]over[-\s]year|"
                      r"yoy)\b|\bgrowth\s+rate\b", re.IGNORECASE)
 _PERCENT_ASKED = re.compile(r"%|percent", re.IGNORECASE)
+_COMPARE = re.compile(r"\b(?:compared?|versus|vs\.?|increase[sd]?|decrease[sd]?|improve[sd]?|decline[sd]?|"
+                      r"change[sd]?|rise|rose|fell|higher|lower|between)\b", re.IGNORECASE)
 _SHARE_OF = re.compile(r"\bas\s+an?\s+(?:%|percent(?:age)?|share|proportion|fraction)\s+of\s+"
                        r"(?P<whole>[a-z&' ,-]+?)(?=[?.,;]|\s+(?:in|for|from|during|between|over|at|by)\b|$)",
                        re.IGNORECASE)
@@ -388,25 +390,38 @@ class Computed:
     formula: str
     facts: tuple[Fact, ...]
     years: tuple[int, ...]
+    earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years named
+
+    def _shown(self, value: float, decimals: int | None) -> str:
+        number = format_number(value) if decimals is None else f"{value:,.{decimals}f}"
+        if self.unit == "x":
+            return f"{value:.{2 if decimals is None else decimals}f}"
+        if self.unit == "days":
+            return f"{value:.{2 if decimals is None else decimals}f} days"
+        if self.unit == "%":
+            return f"{number}%"
+        return f"{number} {self.unit}" if self.unit else number
 
     def sentence(self, decimals: int | None = None) -> str:
         """"Gross margin, 2021: 40.0% = gross profit / revenue (Gross profit / 2021: 4,000 million [page 40]
-        [chunk:…]; …)", rounded to `decimals` when the question asks."""
-        number = format_number(self.result) if decimals is None else f"{self.result:,.{decimals}f}"
-        shown = f"{number}{'%' if self.unit == '%' else ''}"
-        if self.unit == "x":
-            shown = f"{self.result:.{2 if decimals is None else decimals}f}"
-        elif self.unit == "days":
-            shown = f"{self.result:.{2 if decimals is None else decimals}f} days"
-        elif self.unit and self.unit != "%":
-            shown = f"{shown} {self.unit}"
+        [chunk:…]; …)", rounded to `decimals` when the question asks; a comparison gives each year's."""
+        shown = self._shown(self.result, decimals)
+        if self.earlier:
+            year = self.years[-1]
+            trend = ", ".join(f"{self._shown(v, decimals)} in {y}" for y, v in self.earlier)
+            before = self.earlier[-1][1]
+            word = "up from" if self.result > before else "down from" if self.result < before else "unchanged from"
+            return (f"{self.name[:1].upper()}{self.name[1:]}, {year}: {shown}, {word} {trend} = {self.formula} "
+                    f"({self._cells()})")
         period = "-".join(str(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
             else str(self.years[0])
-        cells = "; ".join(f"{f.label} / {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
-                          f"{f' [page {f.page}]' if f.page else ''} [chunk:{f.chunk.chunk_id}]"
-                          for f in unique(self.facts))
         how = f" = {self.formula}" if self.formula else ""
-        return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how} ({cells})"
+        return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how} ({self._cells()})"
+
+    def _cells(self) -> str:
+        return "; ".join(f"{f.label} / {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
+                         f"{f' [page {f.page}]' if f.page else ''} [chunk:{f.chunk.chunk_id}]"
+                         for f in unique(self.facts))
 
     def as_dict(self) -> dict[str, object]:
         return {"operation": self.name, "result": self.result, "unit": self.unit, "formula": self.formula,
@@ -497,7 +512,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             if fact is None:
                 return Missing(concept, (f"{concept.replace('_', ' ')} for {years[-1]}",))
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],))
-    targets = years if _AVERAGE.search(question) and len(years) > 1 else [years[-1]]
+    averaged = bool(_AVERAGE.search(question)) and len(years) > 1
+    compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
+        and bool(_COMPARE.search(question))
+    targets = years if averaged or compared else [years[-1]]
     results: list[tuple[float, tuple[Fact, ...]]] = []
     for year in targets:
         values: dict[tuple[str, int], float] = {}
@@ -518,10 +536,13 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             results.append((metric.formula(values), tuple(facts)))
         except ZeroDivisionError:
             return Missing(metric.name, ("a divisor that is not zero",), metric=True)
+    used = tuple(f for _, fs in results for f in fs)
+    if compared:
+        return Computed(metric.name, round(results[-1][0], 6), metric.unit, metric.text, used, tuple(targets),
+                        ((targets[0], round(results[0][0], 6)),))
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
-    return Computed(metric.name, round(value, 6), metric.unit, formula, tuple(f for _, fs in results for f in fs),
-                    tuple(targets))
+    return Computed(metric.name, round(value, 6), metric.unit, formula, used, tuple(targets))
 
 
 def _share(part: str, whole: str) -> Metric:
