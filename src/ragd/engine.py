@@ -1118,13 +1118,21 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     started = time.perf_counter()
     timings: dict[str, float] = {}
     info: dict[str, Any] = {}
+    # a figure of a named issuer's statements is read before retrieval: when they give it, the passages retrieved
+    # are only its context, and are not reranked (the cross-encoder is most of an answer's time)
+    scope = _scope(question, col)
+    early = None
+    if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
+        early = _from_statements(question, scope.as_dict(), (), col, timings)
+    if isinstance(early, Computed) and plan.rerank:
+        plan = dataclasses.replace(plan, rerank=False)
     ranked = retrieve(question, plan, col, timings=timings, debug=info)
     s = col.settings
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
     unheld = _unheld(info.get("scope"), col)
-    stated = None if unheld else _from_statements(question, info.get("scope"), ranked, col, timings)
+    stated = None if unheld else early
     answerable = None
     if unheld:
         answerable = Judgement(True, "scope", unheld)
@@ -1252,8 +1260,8 @@ def _unheld(scope: Mapping[str, Any] | None, col: Collection) -> str | None:
     return None
 
 
-def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Sequence[Candidate], col: Collection,
-                     timings: dict[str, float]) -> Computed | Missing | None:
+def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Sequence[Candidate],
+                     col: Collection, timings: dict[str, float]) -> Computed | Missing | None:
     """A line item or metric of the document the question names (answer.statements), read from its statements'
     tables: only where the question names an issuer the collection holds (which document's statements is then
     known); its documents tried in the order of `statement_documents`."""
