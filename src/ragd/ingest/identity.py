@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..issuers import LEGAL_FORMS
 from ..types import Block
 
 FIRST_PAGES = 3  # the cover and what follows it
@@ -52,11 +53,9 @@ _LISTED = re.compile(r"([A-Z0-9][\w.&,'\u2019 -]{1,80}?)\s*\(\s*(?:NYSE(?:\s+Ame
                      r"NasdaqGS|TSX|LSE|AMEX)\s*:\s*([A-Z][A-Z.]{0,5})\s*\)")
 _SYMBOL_ROW = re.compile(r"\b([A-Z]{1,5}(?:\.[A-Z])?)\s+(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|"
                          r"NASDAQ)\b")
-_SUFFIX = (r"(?:Inc|Incorporated|Corporation|Corp|Company|Co|Ltd|Limited|plc|LLC|L\.P|LP|N\.V|S\.A|AG|SE|"
-           r"Holdings|Group|Bancorp|Trust)")
+_SUFFIX = LEGAL_FORMS
 _COMPANY_LINE = re.compile(rf"^(?:the\s+)?[A-Z0-9&][\w&.,'\u2019 -]{{0,70}}\b{_SUFFIX}\.?$", re.IGNORECASE)
 _ANNOUNCER = re.compile(r"^([A-Z][\w&.'\u2019 -]{1,60}?)\s+(?:Announces|Reports|Reported|Posts|Delivers)\b")
-_LEGAL = re.compile(rf"[\s,]+{_SUFFIX}\.?$", re.IGNORECASE)
 _NOT_A_NAME = re.compile(r"securities|exchange|commission|act of|pursuant|indicate|check mark|washington|"
                          r"registrant|employer|identification|telephone|address|zip|state or other", re.IGNORECASE)
 
@@ -166,16 +165,6 @@ def display_name(name: str) -> str:
         return name
     return " ".join(w if (len(w) <= 3 and not w.rstrip(".,").isalpha()) or any(ch.isdigit() for ch in w)
                     else w[:1] + w[1:].lower() for w in name.split())
-
-
-def core_name(name: str) -> str:
-    """The issuer's name without its legal form and leading article, lower case: "The Kraft Heinz Company" ->
-    "kraft heinz", "AMAZON.COM, INC." -> "amazon.com"."""
-    out = name.strip()
-    for _ in range(3):
-        out = _LEGAL.sub("", out).strip(" ,.")
-    out = re.sub(r"^the\s+", "", out, flags=re.IGNORECASE)
-    return re.sub(r"\s+", " ", out).lower()
 
 
 def identify(blocks: Sequence[Block], title: str | None = None) -> Identity:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ingest.identity import core_name
+from ..issuers import core_name
 
 _FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
 _FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
