@@ -160,7 +160,7 @@ def test_row_labels_are_read_as_the_vocabulary_names_them() -> None:
 
 
 def test_a_line_item_comes_from_its_own_statement_with_its_page_and_unit() -> None:
-    tables = [t for c in (MDNA_TABLE, INCOME, BALANCE, CASH) if (t := Table.of(c)) is not None]
+    tables = [t for c in (MDNA_TABLE, INCOME, BALANCE, CASH) for t in Table.read(c)]
     capex = answer("What is the 2021 capital expenditure amount for Quorra?", tables)
     assert isinstance(capex, Computed)
     assert (capex.result, capex.facts[0].page, capex.facts[0].unit) == (450.0, 44, "million")  # not the MD&A's 460
@@ -168,7 +168,7 @@ def test_a_line_item_comes_from_its_own_statement_with_its_page_and_unit() -> No
 
 
 def test_metrics_are_computed_across_statements_with_each_operand_cited() -> None:
-    tables = [t for c in (INCOME, BALANCE, CASH) if (t := Table.of(c)) is not None]
+    tables = [t for c in (INCOME, BALANCE, CASH) for t in Table.read(c)]
     turnover = answer("What is the 2021 inventory turnover ratio?", tables)
     assert isinstance(turnover, Computed)
     assert turnover.result == pytest.approx(6000 / 1400)  # cost of sales (printed in brackets) / average inventory
@@ -305,12 +305,17 @@ def test_period_labels_set_above_a_table_become_its_header() -> None:
     chunk = dataclasses.replace(_chunk(out[1].text, heading=("CONSOLIDATED BALANCE SHEETS (amounts in millions)",)),
                                 metadata={"pages": [38], "identity": {"period_end": "2021-08-29",
                                                                       "fiscal_year": 2021}})
-    table = Table.of(chunk)
-    assert table is not None and table.statement == "balance" and table.unit == "million"
+    [table] = Table.read(chunk)
+    assert table.statement == "balance" and table.unit == "million"
     got = answer("How much total assets did it have at the end of 2020?", [table])
     assert isinstance(got, Computed) and got.result == 55556.0  # the signs' columns read past
     receivables = answer("What were receivables in 2021?", [table])
     assert isinstance(receivables, Computed) and receivables.result == 1803.0
+    income = Block("table", "", page=59, header=("Revenues", "$", "44,538", "$", "37,403", "$", "39,117"),
+                   rows=(("Cost of sales", "", "24,576", "", "21,162", "", "21,643"),))
+    out = _periods_over_tables([Block("heading", "YEAR ENDED MAY 31, 2021 2020 2019", page=59), income])
+    assert out[1].header == ("", "", "2021", "", "2020", "", "2019")
+    assert out[1].rows[0][0] == "Revenues" and len(out) == 2  # the first row of figures stays a row
     headings = [Block("heading", "2021", page=3), Block("heading", "Results", page=3),
                 Block("table", "", page=3, header=("Item", "2021", "2020"), rows=(("Sales", "1", "2"),))]
     assert _periods_over_tables(headings) == headings  # a header naming its periods is left alone

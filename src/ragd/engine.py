@@ -1278,7 +1278,7 @@ def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Seq
         for doc_id in statement_documents(held, scope, ranked)[:3]:
             rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
                                                           "collection_id": col.collection_id}).fetchall()
-            tables = [t for row in rows if (t := statements.Table.of(candidate(row, 0.0))) is not None]
+            tables = [t for row in rows for t in statements.Table.read(candidate(row, 0.0))]
             outcome = statements.answer(read.text, tables, hint, percent="%" in question or "percent" in question)
             if isinstance(outcome, Computed):
                 break

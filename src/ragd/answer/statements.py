@@ -285,11 +285,19 @@ class Table:
     fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
 
     @classmethod
-    def of(cls, chunk: Candidate) -> Table | None:
+    def read(cls, chunk: Candidate) -> list[Table]:
+        """The table of a chunk (none for fewer than two columns), its figures realigned when its currency signs
+        misplace them (`_compacted`)."""
         header, body = table(chunk.content)
         if not header or len(header) < 2:
-            return None
-        header, body = _compacted(header, body)
+            return []
+        return [cls.of(chunk, *_compacted(header, body))]
+
+    @classmethod
+    def of(cls, chunk: Candidate, header: Sequence[str] | None = None,
+           body: Sequence[Sequence[str]] | None = None) -> Table:
+        if header is None or body is None:
+            header, body = table(chunk.content)
         title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
         statement = next((name for name, p in STATEMENTS.items() if p.search(title)), None)
         unit_at = _UNIT.search(" ".join([header[0], *chunk.heading_path[-1:]]))
@@ -333,7 +341,7 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
     "Receivables | 917 | | 1,028 |"): each row's figures in order, in as many columns as most rows have; a row
     with another count keeps its label only (which of its columns is empty cannot be told). Other tables as
     they are."""
-    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]):
+    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or _aligned(body):
         return list(header), [list(r) for r in body]
 
     def values(cells: Sequence[str]) -> list[str]:
@@ -346,6 +354,14 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
     rows = [[r[0] if r else "", *(values(r) if len(values(r)) == width else [""] * width)] for r in body]
     heads = values(header)
     return [header[0], *(heads if len(heads) == width else [""] * width)], rows
+
+
+def _aligned(body: Sequence[Sequence[str]]) -> bool:
+    """Whether the rows' figures stand in the same columns: no two rows hold theirs in disjoint columns (a row
+    whose signs took its figures' places beside one without signs)."""
+    places = {frozenset(i for i, c in enumerate(r) if i and parse_number(c) is not None) for r in body}
+    places.discard(frozenset())
+    return not any(a.isdisjoint(b) for a in places for b in places if a != b)
 
 
 def _year_column(header: Sequence[str], year: int, fiscal: tuple[int, int] | None = None) -> int | None:

@@ -1016,8 +1016,32 @@ def _periods_over_tables(blocks: list[Block]) -> list[Block]:
             out.append(replace(block, header=header, rows=tuple(rows), text=table_text(header, rows), meta=meta))
             continue
         out.extend(labels)
-        out.append(block)
+        out.append(_years_over(out[-1], block) if out and block.type == "table" else block)
     return out
+
+
+_FIGURE_CELL = re.compile(r"^\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?$")
+
+
+def _years_over(line: Block, table: Block) -> Block:
+    """A table whose first row is figures ("Revenues | $ 44,538 | 37,403 | 39,117") under a line naming as many
+    years ("YEAR ENDED MAY 31, 2021 2020 2019"): the years become its header, over the figures' columns, in the
+    order the line names them; the line stays where it is."""
+    if (line.type not in ("heading", "paragraph") or line.page != table.page or len(line.text.split()) > 20
+            or any(_HAS_YEAR.search(c) for c in table.header)):
+        return table
+    years = list(dict.fromkeys(_HAS_YEAR.findall(line.text)))
+    places = [i for i, c in enumerate(table.header) if i and _FIGURE_CELL.match(c.strip())]
+    if len(years) < 2 or len(places) != len(years):
+        return table
+    cells = [""] * len(table.header)
+    for i, year in zip(places, years):
+        cells[i] = year
+    rows = (table.header, *table.rows)
+    meta = dict(table.meta)
+    if "row_pages" in meta:
+        meta["row_pages"] = [table.page, *meta["row_pages"]]
+    return replace(table, header=tuple(cells), rows=rows, text=table_text(cells, rows), meta=meta)
 
 
 def _more_boxes(first: Block, second: Block) -> dict[str, Any]:
