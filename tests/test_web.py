@@ -200,11 +200,12 @@ def test_a_computed_answer_marks_each_operand_on_its_page(page: Page, site: dict
     from .test_filings import _filinggen
 
     questions = _filinggen().generate(tmp_path, count=2, nyears=1, seed=5, unheld=0)
-    site["client"].collection("filings", tenant=site["a"]).ingest([tmp_path / "pdfs"])
+    tenant = "web-c-" + uuid.uuid4().hex[:6]  # a tenant of its own: tenant A's default collection stays `web`
+    site["client"].collection("filings", tenant=tenant).ingest([tmp_path / "pdfs"])
+    _, key = keys.create(site["client"].store, tenant, "web tests")
     asked = next(q for q in map(json.loads, questions.read_text(encoding="utf-8").splitlines())
                  if "gross margin" in q["question"])
-    sign_in(page, site)
-    page.select_option("#collection", "filings")
+    sign_in(page, site, key=key)
     page.fill("#question", asked["question"])
     page.click("#ask")
     chip = page.locator("#answer .chip").first
