@@ -157,6 +157,9 @@ def test_row_labels_are_read_as_the_vocabulary_names_them() -> None:
     assert concept_of("Total inventories")[0] == "inventory"  # type: ignore[index]
     assert concept_of("Cost of goods sold")[0] == "cogs"  # type: ignore[index]
     assert concept_of("Deferred income taxes") is None
+    assert concept_of("Net earnings attributable to Quorra Outfitters, Inc. shareholders")[0] == "net_income"  # type: ignore[index]
+    assert concept_of("Net income attributable to noncontrolling interests") is None
+    assert concept_of("Net earnings from continuing operations per share") is None
 
 
 def test_a_line_item_comes_from_its_own_statement_with_its_page_and_unit() -> None:

@@ -149,6 +149,15 @@ def label_key(label: str) -> str:
 _KEYS = {concept: tuple(label_key(x) for x in labels) for concept, (_, labels) in LINE_ITEMS.items()}
 
 
+# labels that name a concept by how they begin ("Net earnings attributable to Acme Corp. shareholders"), read after
+# the exact names; never a noncontrolling interest's or a per-share line
+LEADS: dict[str, tuple[str, ...]] = {
+    "net_income": ("net income attributable to", "net earnings attributable to",
+                   "net income from continuing operations", "net earnings from continuing operations"),
+}
+_NOT_LEADS = re.compile(r"\bnon ?controlling\b|\bper\b|\bshare\b(?!holders)")
+
+
 def concept_of(label: str) -> tuple[str, int] | None:
     """The concept a row label names, and how specific the name is (0: the most)."""
     key = label_key(label)
@@ -156,6 +165,10 @@ def concept_of(label: str) -> tuple[str, int] | None:
     for concept, keys in _KEYS.items():
         for rank, k in enumerate(keys):
             if key == k or bare == k or key == f"{k} net" or bare == re.sub(r"^total\s+", "", k):
+                return concept, rank
+    for concept, leads in LEADS.items():
+        for rank, lead in enumerate(leads, start=len(_KEYS[concept])):
+            if key.startswith(lead) and not _NOT_LEADS.search(key):
                 return concept, rank
     return None
 
