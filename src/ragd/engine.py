@@ -27,7 +27,7 @@ from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
-from .answer.question import decimals_asked, read_question
+from .answer.question import ReadQuestion, decimals_asked, read_question
 from .answer.statements import Computed, Missing
 from .config import Settings, load_settings
 from .embed import Embedder, default_token_counter, make_embedder
@@ -971,7 +971,7 @@ def index(chunks: Sequence[Chunk], store: Collection) -> dict[str, Any]:
 
 
 def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, float] | None = None,
-             debug: dict[str, Any] | None = None) -> list[Candidate]:
+             debug: dict[str, Any] | None = None, scope: Scope | None = None) -> list[Candidate]:
     """Embed the query, run the legs the plan asks for, fuse, rerank, cut to k.
 
     A hybrid plan runs its two legs side by side on two connections sharing one snapshot when the tenant's pool
@@ -982,20 +982,20 @@ def retrieve(query: str, plan: Plan, store: Collection, *, timings: dict[str, fl
     receives the reranker's outcome (reranker_used, reranker_skipped, reranker_error, reranker_latency_ms)."""
     with span("rag.retriever.retrieve_documents", **{"rag.collection": store.name, "rag.k": plan.k,
                                                       "rag.fusion": plan.fusion, "rag.rerank": plan.rerank}) as s:
-        results = _retrieve(query, plan, store, timings, debug)
+        results = _retrieve(query, plan, store, timings, debug, scope)
         annotate(s, **{"rag.results": len(results)})
         return results
 
 
 def _retrieve(query: str, plan: Plan, store: Collection, timings: dict[str, float] | None,
-              debug: dict[str, Any] | None) -> list[Candidate]:
+              debug: dict[str, Any] | None, scope: Scope | None = None) -> list[Candidate]:
     clock = _Stopwatch(timings)
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequest("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidRequest(f"the query is {len(query)} characters, over the {MAX_QUERY_CHARS} limit")
     col = store
-    scope = _scope(query, col)
+    scope = scope or _scope(query, col)
     if scope.doc_ids and not (plan.filters.doc_ids or plan.filters.external_ids):
         plan = dataclasses.replace(plan, filters=dataclasses.replace(plan.filters, doc_ids=scope.doc_ids))
     query = scope.query or query
@@ -1121,17 +1121,18 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     # a figure of a named issuer's statements is read before retrieval: when they give it, the passages retrieved
     # are only its context, and are not reranked (the cross-encoder is most of an answer's time)
     scope = _scope(question, col)
+    read = read_question(question)
     early = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
-        early = _from_statements(question, scope.as_dict(), (), col, timings)
+        early = _from_statements(read, scope, col, timings)
     if isinstance(early, Computed) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
-    ranked = retrieve(question, plan, col, timings=timings, debug=info)
+    ranked = retrieve(question, plan, col, timings=timings, debug=info, scope=scope)
     s = col.settings
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
     evidence = judge(ranked, reranked=reranked, rerank_threshold=rerank_floor, rrf_threshold=rrf_floor)
-    unheld = _unheld(info.get("scope"), col)
+    unheld = _unheld(scope, col)
     stated = None if unheld else early
     answerable = None
     if unheld:
@@ -1141,15 +1142,15 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     elif isinstance(stated, Missing) and stated.metric:  # a metric whose operands the statements do not give
         answerable = Judgement(True, "statements", stated.reason)
     elif not evidence.abstain and s.answerable:
-        answerable = _answerable(question, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings,
-                                 info.get("scope"))
+        answerable = _answerable(read.text, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings,
+                                 scope)
     context = select(ranked, col.counter, Budget())
     clock = _Stopwatch(timings)
     generator = col.client.generator
     if unheld:
         written = _Written(ABSTAIN_ANSWER, reason=unheld)
     elif isinstance(stated, Computed):  # a figure of the named document's statements, its cells cited
-        checked = check(stated.sentence(decimals_asked(read_question(question).instructions)),
+        checked = check(stated.sentence(decimals_asked(read.instructions)),
                         [*context.chunks, *statements.cited_chunks(stated.facts)])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
     elif evidence.abstain:
@@ -1163,8 +1164,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                                                   "rag.context_chunks": len(context.chunks),
                                                   "rag.context_tokens": context.tokens}) as current:
             supported = {c.chunk_id for c in answerable.evidence} if answerable is not None else None
-            named = bool((info.get("scope") or {}).get("issuers"))
-            written = (_extractive(question, context.chunks, col, reranked, rerank_floor, supported, named)
+            written = (_extractive(question, read.text, context.chunks, col, reranked, rerank_floor, supported,
+                                   bool(scope.issuers))
                        if generator is None else _generated(question, context.chunks, generator))
             done = written.completion
             annotate(current, **{"rag.abstained": not written.cited,
@@ -1243,68 +1244,60 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                   closest=closest)
 
 
-def _unheld(scope: Mapping[str, Any] | None, col: Collection) -> str | None:
+def _unheld(scope: Scope, col: Collection) -> str | None:
     """Why the collection cannot answer a question naming a document it does not hold: an issuer none of its
     documents carries (a possessive name no chunk holds: "Walmart's"), or a period none of the issuer's covers."""
-    if not scope:
-        return None
-    if scope.get("unheld") and scope.get("issuers"):
-        return str(scope["unheld"])
-    unknown = scope.get("unknown") or []
-    if unknown and not scope.get("issuers"):
+    if scope.issuers:
+        return scope.unheld
+    if scope.unknown:
         with col.client.reading(col.tenant) as conn:
             row = conn.execute(queries.TERM_DFS, {"collection_id": col.collection_id,
-                                                  "terms": [stem(unknown[0].lower())]}).fetchone()
+                                                  "terms": [stem(scope.unknown[0].lower())]}).fetchone()
         if not (row and row[1]):
-            return str(scope.get("unheld") or f"no document of {unknown[0]} in this collection")
+            return scope.unheld or f"no document of {scope.unknown[0]} in this collection"
     return None
 
 
-def _from_statements(question: str, scope: Mapping[str, Any] | None, ranked: Sequence[Candidate],
-                     col: Collection, timings: dict[str, float]) -> Computed | Missing | None:
+def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
+                     timings: dict[str, float]) -> Computed | Missing | None:
     """A line item or metric of the document the question names (answer.statements), read from its statements'
     tables: only where the question names an issuer the collection holds (which document's statements is then
     known); its documents tried in the order of `statement_documents`."""
-    if not scope or not scope.get("issuers"):
-        return None
-    read = read_question(question)
     if statements.asked(read.text) == (None, None) or not statements.years_asked(read.text):
         return None
     started = time.perf_counter()
     hint = statements.statement_hint(read.instructions)
+    percent = statements.asks_percent(read.asked)
     outcome: Computed | Missing | None = None
     with col.client.reading(col.tenant) as conn:
-        held = [h for h in col.client.held.get(conn, col.tenant, col.collection_id) if h.issuer in scope["issuers"]]
-        for doc_id in statement_documents(held, scope, ranked)[:3]:
+        for doc_id in statement_documents(scope)[:3]:
             rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
                                                           "collection_id": col.collection_id}).fetchall()
             tables = [t for row in rows for t in statements.Table.read(candidate(row, 0.0))]
-            outcome = statements.answer(read.text, tables, hint, percent="%" in question or "percent" in question)
+            outcome = statements.answer(read.text, tables, hint, percent=percent)
             if isinstance(outcome, Computed):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000
     return outcome
 
 
-def _issuer_names(question: str, scope: Mapping[str, Any] | None, col: Collection) -> frozenset[str]:
+def _issuer_names(question: str, scope: Scope | None) -> frozenset[str]:
     """The question's capitalised names that name an issuer its scope holds ("JnJ", "3M"): its documents' identity
     answers for them, whatever their passages call it ("we", "the Company")."""
-    if not scope or not scope.get("issuers"):
+    if scope is None or not scope.issuers:
         return frozenset()
-    with col.client.reading(col.tenant) as conn:
-        held = [h for h in col.client.held.get(conn, col.tenant, col.collection_id) if h.issuer in scope["issuers"]]
-    return frozenset(name for name in constraints(question) if names_issuer(name, held))
+    return frozenset(name for name in constraints(question) if names_issuer(name, scope.held))
 
 
-def _answerable(question: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
-                threshold: float, timings: dict[str, float], scope: Mapping[str, Any] | None = None) -> Judgement:
+def _answerable(asked: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
+                threshold: float, timings: dict[str, float], scope: Scope | None = None) -> Judgement:
     """The answerability checks (answer/answerable.py) over the first candidates, with the collection's document
-    frequencies of the question's words; their milliseconds go to `timings["answerable"]`."""
+    frequencies of the question's words; their milliseconds go to `timings["answerable"]`. `asked`: what the
+    question asks, its instructions set apart (they steer the answer, they are not evidence to find)."""
     started = time.perf_counter()
-    asked = read_question(question).text  # instructions steer the answer, they are not evidence to find
     dfs, chunks = answer_terms(asked, col)
     judged = judge_answerable(asked, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
-                              limits=answer_limits(col.settings), satisfied=_issuer_names(asked, scope, col))
+                              limits=answer_limits(col.settings), satisfied=_issuer_names(asked, scope))
     timings["answerable"] = (time.perf_counter() - started) * 1000
     return judged
 
@@ -1323,9 +1316,10 @@ def answer_limits(s: Settings) -> Limits:
                   single_source_coverage=s.answerable_single_source_coverage)
 
 
-def _extractive(question: str, context: Sequence[Candidate], col: Collection, reranked: bool,
+def _extractive(question: str, asked: str, context: Sequence[Candidate], col: Collection, reranked: bool,
                 threshold: float, supported: set[uuid.UUID] | None = None, named: bool = False) -> _Written:
-    """The context's best sentences, each with its marker. After a rerank only chunks the cross-encoder itself
+    """The context's best sentences, each with its marker, chosen for what the question `asked` (its instructions
+    set apart; the arithmetic reads the whole question). After a rerank only chunks the cross-encoder itself
     judged relevant enough may be quoted, and it scores the sentences; when the answerability checks ran, only the
     chunks that passed them (`supported`). A computation asked of a document the question `named` (an issuer's
     filing) that cannot be done is an abstention saying why: the rows near it are another period's or item's."""
@@ -1339,11 +1333,11 @@ def _extractive(question: str, context: Sequence[Candidate], col: Collection, re
     if isinstance(calc, Calculation):
         checked = check(calc.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=calc.as_dict())
-    quoted = extract(read_question(question).text, quotable, model).text
-    calculation = None
     if isinstance(calc, Refusal) and named:
         return _Written(ABSTAIN_ANSWER, reason=f"the {calc.operation.replace('_', ' ')} could not be computed: "
                                                f"{calc.reason}", told=True)
+    quoted = extract(asked, quotable, model).text
+    calculation = None
     if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
         rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted
         quoted = f"The {calc.operation.replace('_', ' ')} could not be computed: {calc.reason}. {rows}".strip()

@@ -125,6 +125,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
     chosen: list[tuple[str, Candidate, float]] = []
     best = 0.0
     terms = set(tokens(question)) - STOP
+    why = bool(_ASKS_CAUSE.search(question))
     for n, chunk in enumerate(context[:max_chunks]):
         units = pieces(chunk)
         if not units:
@@ -134,7 +135,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             scores = [probability(x) for x in model.score(question, [f"{lead}: {u}" if lead else u for u in units])]
         else:
             scores = [len(terms & set(tokens(u))) / max(1, len(terms)) for u in units]
-        if _ASKS_CAUSE.search(question):  # a question asking why: a sentence that says why, and is about the
+        if why:  # a question asking why: a sentence that says why, and is about the
             # question (a quarter of the best piece's score at least), comes first
             top = max(scores)
             scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x

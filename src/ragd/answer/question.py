@@ -37,8 +37,9 @@ _FORM_PHRASE = re.compile(
     r"|,?\s*\b(?:in|as)\s+(?:units\s+of\s+)?(?:usd|us\$|\$|eur|gbp)?\s*(?:millions|billions|thousands|percents?|"
     r"percentage(?:\s+points)?)\b(?=\s*[?.,]|$)", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z(])")
-_FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
-_FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
+# a fiscal year as questions write it: "FY2018", "FY 2018", "FY'18", "FY18"
+FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
+FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ[1-4]\b\s*(?:of\s+)?|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?",
                       re.IGNORECASE)
 _FISCAL = re.compile(r"\bfiscal\s+(?:year\s+)?(?=(?:19|20)\d\d\b)", re.IGNORECASE)
@@ -72,18 +73,14 @@ def read_question(question: str) -> ReadQuestion:
         sentence = _FORM_PHRASE.sub("", sentence)
         kept.append(sentence.strip())
     text = " ".join(k for k in kept if k) or question
-    if len(kept) > 1 or not any(k.rstrip().endswith("?") for k in kept):
-        # a question asked in several sentences keeps them all, but a sentence that only follows up on the
-        # question's form ("If operating margin is not a useful metric, please state that") goes
-        text = " ".join(k for k in kept if k) or question
     return ReadQuestion(periods_as_written(text), tuple(i for i in instructions if i), question)
 
 
 def periods_as_written(text: str) -> str:
     """"FY2018" -> "2018", "FY 22" -> "2022", "Q2 of FY2024" -> "2024", "fiscal 2022" -> "2022": the year is what
     a filing's statements and sentences say; the fiscal quarter is the quarterly document's, in its identity."""
-    out = _FY.sub(lambda m: m.group(1), text)
-    out = _FY_SHORT.sub(lambda m: f"20{m.group(1)}", out)
+    out = FY.sub(lambda m: m.group(1), text)
+    out = FY_SHORT.sub(lambda m: f"20{m.group(1)}", out)
     out = _QUARTER.sub("", out)
     out = _FISCAL.sub("", out)
     return re.sub(r"\s{2,}", " ", out).strip()

@@ -183,6 +183,7 @@ class Metric:
     formula: Callable[[Mapping[tuple[str, int], float]], float]
     unit: str  # "%", "x" (a ratio), "days", "" (an amount)
     text: str  # the formula in words
+    optional: tuple[tuple[str, int], ...] = ()  # operands the formula uses when a statement gives them
 
 
 def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
@@ -190,8 +191,8 @@ def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
 
 
 def _m(name: str, pattern: str, needs: Sequence[tuple[str, int]], formula: Callable[..., float], unit: str,
-       text: str) -> Metric:
-    return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text)
+       text: str, optional: Sequence[tuple[str, int]] = ()) -> Metric:
+    return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text, tuple(optional))
 
 
 # the first that matches is the metric (the order matters: "ebitda margin" before "ebitda")
@@ -242,7 +243,8 @@ METRICS: tuple[Metric, ...] = (
        [("cash", 0), ("receivables", 0), ("current_liabilities", 0)],
        lambda v: (v[("cash", 0)] + v.get(("short_investments", 0), 0.0) + v[("receivables", 0)])
        / v[("current_liabilities", 0)], "x",
-       "(cash and equivalents + short-term investments + receivables) / current liabilities"),
+       "(cash and equivalents + short-term investments + receivables) / current liabilities",
+       optional=[("short_investments", 0)]),
     _m("current ratio", r"\bcurrent\s+ratio\b", [("current_assets", 0), ("current_liabilities", 0)],
        lambda v: v[("current_assets", 0)] / v[("current_liabilities", 0)], "x",
        "current assets / current liabilities"),
@@ -484,6 +486,11 @@ class Missing:
         return f"no statement of the document gives {', '.join(self.missing)}"
 
 
+def asks_percent(question: str) -> bool:
+    """Whether a question (its instructions too) asks for a percentage."""
+    return bool(_PERCENT_ASKED.search(question))
+
+
 def named_concept(text: str) -> str | None:
     """The line item a text names (the longest name wins where names overlap: "net income" over "income",
     "total current assets" over "cash"; then the first named)."""
@@ -532,7 +539,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         return None
     if metric is None:
         assert concept is not None
-        if _GROWTH.search(question) and (percent or _PERCENT_ASKED.search(question)):
+        if _GROWTH.search(question) and (percent or asks_percent(question)):
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint)
@@ -550,11 +557,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         values: dict[tuple[str, int], float] = {}
         facts: list[Fact] = []
         missing = []
-        needs = list(metric.needs) + ([("short_investments", 0)] if metric.name == "quick ratio" else [])
-        for need, offset in needs:
+        for need, offset in (*metric.needs, *metric.optional):
             fact = find(tables, need, year + offset, hint)
             if fact is None:
-                if need != "short_investments":
+                if (need, offset) in metric.needs:
                     missing.append(f"{need.replace('_', ' ')} for {year + offset}")
                 continue
             values[(need, offset)] = fact.value

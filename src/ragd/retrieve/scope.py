@@ -17,14 +17,13 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..answer.question import FY, FY_SHORT
 from ..issuers import core_name
 
-_FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
-_FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?'?((?:19|20)\d\d)\b"
                       r"|\b((?:19|20)\d\d)\s*Q([1-4])\b", re.IGNORECASE)
 _QUARTER_ONLY = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
@@ -55,12 +54,17 @@ class Held:
 @dataclass(frozen=True)
 class Scope:
     issuers: tuple[str, ...] = ()  # the issuers the question names (as their documents write them)
-    doc_ids: tuple[uuid.UUID, ...] = ()  # their documents
+    held: tuple[Held, ...] = ()  # their documents' identities
     years: tuple[int, ...] = ()
     quarter: int | None = None
     query: str = ""  # the question with its periods as filings write them
     unheld: str | None = None  # "no document of Walmart in this collection"
     unknown: tuple[str, ...] = field(default=())  # names read as an issuer the collection does not hold
+
+    @property
+    def doc_ids(self) -> tuple[uuid.UUID, ...]:
+        """The named issuers' documents, once each, in a stable order."""
+        return tuple(sorted({h.doc_id for h in self.held}, key=str))
 
     def as_dict(self) -> dict[str, Any]:
         return {"issuers": list(self.issuers), "documents": len(self.doc_ids), "years": list(self.years),
@@ -72,13 +76,13 @@ def periods(question: str) -> str:
     "FY2018 fiscal year 2018", "Q2 2023" -> "Q2 2023 second quarter fiscal 2023"."""
     out = _QUARTER.sub(lambda m: f"{m.group(0)} Q{m.group(1) or m.group(4)} quarter fiscal "
                                  f"{m.group(2) or m.group(3)}", question)
-    out = _FY.sub(lambda m: f"{m.group(0)} fiscal year {m.group(1)}", out)
-    return _FY_SHORT.sub(lambda m: f"{m.group(0)} fiscal year 20{m.group(1)}", out)
+    out = FY.sub(lambda m: f"{m.group(0)} fiscal year {m.group(1)}", out)
+    return FY_SHORT.sub(lambda m: f"{m.group(0)} fiscal year 20{m.group(1)}", out)
 
 
 def years_of(question: str) -> tuple[int, ...]:
-    found = [int(y) for y in _YEAR.findall(question)] + [int(y) for y in _FY.findall(question)]
-    found += [2000 + int(y) for y in _FY_SHORT.findall(question)]
+    found = [int(y) for y in _YEAR.findall(question)] + [int(y) for y in FY.findall(question)]
+    found += [2000 + int(y) for y in FY_SHORT.findall(question)]
     return tuple(sorted(set(found)))
 
 
@@ -128,29 +132,28 @@ def names_issuer(name: str, held: Sequence[Held]) -> bool:
     return any(_names(f"of {name}", h) for h in held)
 
 
-def scope_of(question: str, held: Sequence[Held], vocabulary: frozenset[str] = frozenset()) -> Scope:
-    """What the question names among the held identities. `vocabulary`: words the collection holds (lower
-    case); a possessive name outside it ("Walmart's") is an issuer the collection does not hold."""
+def scope_of(question: str, held: Sequence[Held]) -> Scope:
+    """What the question names among the held identities. Where it names none, its possessive names ("Walmart's")
+    are `unknown`: an issuer the collection does not hold when no chunk has the word either (the caller asks)."""
     years = years_of(question)
     quarter = quarter_of(question)
     query = periods(question)
     named = [h for h in held if _names(question, h)]
     if not named:
         unknown = tuple(dict.fromkeys(
-            m.group(1) for m in _POSSESSIVE.finditer(question)
-            if m.group(1).lower() not in vocabulary and not any(ch.isdigit() for ch in m.group(1))))
+            m.group(1) for m in _POSSESSIVE.finditer(question) if not any(ch.isdigit() for ch in m.group(1))))
         unheld = None
         if unknown and held:
             unheld = f"no document of {unknown[0]}{_for(years, quarter)} in this collection"
         return Scope(years=years, quarter=quarter, query=query, unheld=unheld, unknown=unknown)
-    keys = list(dict.fromkeys(h.key for h in named))
-    mine = [h for h in held if h.key in keys]
-    issuers = tuple(dict.fromkeys(h.issuer for h in mine if h.key in keys))
+    keys = {h.key for h in named}
+    mine = tuple(h for h in held if h.key in keys)
+    issuers = tuple(dict.fromkeys(h.issuer for h in mine))
     unheld = None
     fiscal = [h.fiscal_year for h in mine if h.fiscal_year]
     if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
         unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
-    return Scope(issuers, tuple(sorted({h.doc_id for h in mine}, key=str)), years, quarter, query, unheld)
+    return Scope(issuers, mine, years, quarter, query, unheld)
 
 
 def _for(years: Sequence[int], quarter: int | None) -> str:
@@ -197,16 +200,14 @@ def _held(doc_id: uuid.UUID, ident: dict[str, Any]) -> Held:
 ANNUAL = ("10-K", "20-F", "40-F", "annual report")
 
 
-def statement_documents(held: Sequence[Held], scope: Mapping[str, Any], ranked: Sequence[Any]) -> list[uuid.UUID]:
-    """The named issuer's documents in the order their statements are read for a figure of the question's latest
+def statement_documents(scope: Scope) -> list[uuid.UUID]:
+    """The named issuers' documents in the order their statements are read for a figure of the question's latest
     year Y: the quarter's own document when a quarter is named; then the annual report of fiscal year Y, of Y+1 and
-    Y+2 (they report Y as their prior years); then the others in the order retrieval ranked them."""
-    years = scope.get("years") or []
-    quarter = scope.get("quarter")
-    year = max(years) if years else None
-    rank = {c.doc_id: i for i, c in reversed(list(enumerate(ranked)))}
+    Y+2 (they report Y as their prior years); then the others (in the collection's order)."""
+    quarter = scope.quarter
+    year = max(scope.years) if scope.years else None
 
-    def key(h: Held) -> tuple[int, int]:
+    def key(h: Held) -> int:
         annual = h.form in ANNUAL
         if year is None or h.fiscal_year is None:
             tier = 9
@@ -220,6 +221,6 @@ def statement_documents(held: Sequence[Held], scope: Mapping[str, Any], ranked: 
             tier = 5
         else:
             tier = 9
-        return tier, rank.get(h.doc_id, len(rank))
+        return tier
 
-    return [h.doc_id for h in sorted(held, key=key)]
+    return [h.doc_id for h in sorted(scope.held, key=key)]
