@@ -1009,11 +1009,7 @@ def _periods_over_tables(blocks: list[Block]) -> list[Block]:
             alone = not any(c.strip() for c in block.header[1:])  # a header of one cell ("ASSETS") stays the header
             header = (block.header[0] if alone else "", *(b.text.strip() for b in labels),
                       *[""] * (width - 1 - len(labels)))
-            rows = block.rows if alone else (block.header, *block.rows)
-            meta = dict(block.meta)
-            if "row_pages" in meta and len(rows) > len(block.rows):
-                meta["row_pages"] = [block.page, *meta["row_pages"]]
-            out.append(replace(block, header=header, rows=tuple(rows), text=table_text(header, rows), meta=meta))
+            out.append(_reheaded(block, header, block.rows if alone else (block.header, *block.rows)))
             continue
         out.extend(labels)
         out.append(_years_over(out[-1], block) if out and block.type == "table" else block)
@@ -1037,11 +1033,16 @@ def _years_over(line: Block, table: Block) -> Block:
     cells = [""] * len(table.header)
     for i, year in zip(places, years):
         cells[i] = year
-    rows = (table.header, *table.rows)
+    return _reheaded(table, tuple(cells), (table.header, *table.rows))
+
+
+def _reheaded(table: Block, header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> Block:
+    """The table with a new header over these rows (its old header among them, first, when it became a row: the
+    rows' pages then start with the table's own)."""
     meta = dict(table.meta)
-    if "row_pages" in meta:
+    if "row_pages" in meta and len(rows) > len(table.rows):
         meta["row_pages"] = [table.page, *meta["row_pages"]]
-    return replace(table, header=tuple(cells), rows=rows, text=table_text(cells, rows), meta=meta)
+    return replace(table, header=header, rows=rows, text=table_text(header, rows), meta=meta)
 
 
 def _more_boxes(first: Block, second: Block) -> dict[str, Any]:
