@@ -195,6 +195,49 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     assert answer("What drove the change in gross margin in 2021?", tables) is None  # a reason, not a figure
 
 
+def test_per_share_sections_titles_over_years_and_qualified_items_are_read_as_meant() -> None:
+    # a five-year summary: its per-share section repeats the totals' labels with per-share amounts
+    summary = _chunk("Five-Year Financial Highlights $ in millions, except per share amounts | 2021 | 2020\n"
+                     "Consolidated Statements of Income Data | |\nNet sales | 10,000 | 9,000\n"
+                     "Net earnings attributable to Quorra shareholders | 1,000 | 800\n"
+                     "Per Share Data | |\nNet earnings | 3.81 | 2.56\nDividends | 1.57 | 1.43", page=26)
+    margin = answer("What is the 2021 net profit margin (as a %)?", Table.read(summary))
+    assert isinstance(margin, Computed) and margin.result == pytest.approx(10.0)  # 1,000 / 10,000, not 3.81
+    # the statement's title and unit caption above the row of years
+    titled = _chunk("CONSOLIDATED STATEMENTS OF EARNINGS | | | |\n"
+                    "(Dollars in Millions Except Per Share Amounts) | | | |\n| | 2021 | 2020 |\n"
+                    "Sales to customers | $ | 9,400 | 9,300 |\nCost of products sold | | 3,100 | "
+                    "2,900 |\nNet earnings | $ | 1,790 | 2,080 |\nNet earnings per share | | | |\nBasic | $ | 6.83 | "
+                    "7.93 |", page=47)
+    [table] = Table.read(titled)
+    assert (table.statement, table.unit, table.header[2:4]) == ("income", "million", ("2021", "2020"))
+    cogs = answer("What was the 2021 cost of goods sold?", [table])
+    assert isinstance(cogs, Computed) and (cogs.result, cogs.facts[0].page) == (3100.0, 47)
+    # D&A on the cash flow statement, named by how its label begins; a note's deferred tax line is not it
+    cash = _chunk("Consolidated Statements of Cash Flows (in thousands) | 2021 | 2020\nNet income | 1,000 | 800\n"
+                  "Depreciation and amortization of property, equipment and intangibles | 62,283 | 54,028", page=42)
+    taxes = _chunk("Deferred tax assets (liabilities) (in thousands) | 2021 | 2020\n"
+                   "Depreciation and amortization | (43,204) | (11,708)", page=59)
+    da = answer("What was the 2021 depreciation and amortization?", [*Table.read(taxes), *Table.read(cash)])
+    assert isinstance(da, Computed) and (da.result, da.facts[0].page) == (62283.0, 42)
+    # a part of the business is not the total line: left to the passages
+    assert answer("How did Quorra's US sales growth compare to international sales growth in 2021?", [table]) is None
+    assert answer("What was Quorra's Outdoor segment revenue in 2021?", [table]) is None
+    assert isinstance(answer("What were Quorra's total sales to customers in 2021?", [table]), Computed)
+
+
+def test_a_two_column_cover_and_a_release_in_quotes_name_the_issuer_and_the_period_end() -> None:
+    cover = identify([Block("text", COVER_10K.replace("QUORRA OUTFITTERS, INC.", "January 29, 2022 Quorra "
+                                                      "Outfitters & number 1-4242 Co."), page=1)])
+    assert cover.issuer == "Quorra Outfitters & Co."
+    release = identify([Block("text", "March 9, 2022\nQuorra Outfitters Announces Fourth Quarter Fiscal 2021 "
+                                      "Results\nQuorra Outfitters, Inc. (NASDAQ: QORA) today announced results for "
+                                      "the thirteen-week period (\u201cfourth quarter\u201d) and fifty-two-week "
+                                      "period (\u201cfiscal year\u201d) ended January 29, 2022.", page=1)])
+    assert (release.form, release.period_end, release.fiscal_year, release.fiscal_quarter) == \
+        ("earnings release", "2022-01-29", 2021, 4)
+
+
 # -- judging answers ------------------------------------------------------------------------------------------------
 
 def test_answers_are_judged_within_one_percent_after_scale_and_sign() -> None:
@@ -248,6 +291,7 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert got.calculation and got.calculation["operands"]
     page = question["evidence"][0]["evidence_page_num"] + 1
     assert got.calculation["operands"][0]["page"] == page
+    assert page in got.debug["retrieved"][0]["pages"]  # the statement computed from is the first evidence
     assert matches_figure(float(question["answer"].strip("$")), got.answer)
     refused = col.ask("What was Zephyrine's FY2021 capital expenditure?")
     assert refused.abstained and refused.reason == "no document of Zephyrine for 2021 in this collection"

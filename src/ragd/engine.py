@@ -1128,6 +1128,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     if isinstance(early, Computed) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
     ranked = retrieve(question, plan, col, timings=timings, debug=info, scope=scope)
+    if isinstance(early, Computed):  # the statements' cells the figure is computed from are the first evidence
+        ranked = _led_by(statements.cited_chunks(early.facts), ranked, plan.k)
     s = col.settings
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
@@ -1279,6 +1281,15 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000
     return outcome
+
+
+def _led_by(lead: Sequence[Candidate], ranked: Sequence[Candidate], k: int) -> list[Candidate]:
+    """The chunks `lead` first (scored as the best retrieved, so the list stays in score order), then the retrieved
+    ones they do not repeat, k in all."""
+    top = max((c.score for c in ranked), default=1.0)
+    first = [dataclasses.replace(c, score=top) for c in lead]
+    held = {c.chunk_id for c in first}
+    return [*first, *(c for c in ranked if c.chunk_id not in held)][:max(k, len(first))]
 
 
 def _issuer_names(question: str, scope: Scope | None) -> frozenset[str]:

@@ -154,6 +154,7 @@ _KEYS = {concept: tuple(label_key(x) for x in labels) for concept, (_, labels) i
 LEADS: dict[str, tuple[str, ...]] = {
     "net_income": ("net income attributable to", "net earnings attributable to",
                    "net income from continuing operations", "net earnings from continuing operations"),
+    "da": ("depreciation and amortization of", "depreciation depletion and amortization of"),
 }
 _NOT_LEADS = re.compile(r"\bnon ?controlling\b|\bper\b|\bshare\b(?!holders)")
 
@@ -306,7 +307,7 @@ class Table:
         header, body = table(chunk.content)
         if not header or len(header) < 2:
             return []
-        return [cls.of(chunk, *_compacted(header, body))]
+        return [cls.of(chunk, *_compacted(*_promoted(header, body)))]
 
     @classmethod
     def of(cls, chunk: Candidate, header: Sequence[str] | None = None,
@@ -318,13 +319,54 @@ class Table:
         unit_at = _UNIT.search(" ".join([header[0], *chunk.heading_path[-1:]]))
         unit = {"thousands": "thousand", "millions": "million", "billions": "billion"}[unit_at.group(1).lower()] \
             if unit_at else ""
+        body = _sectioned(body)
         items = sum(1 for r in body if r and concept_of(r[0]) is not None)
         ident = chunk.metadata.get("identity") or {}
         fiscal = None
         if ident.get("period_end") and ident.get("fiscal_year"):
             end = str(ident["period_end"])
             fiscal = (int(end[5:7]), int(ident["fiscal_year"]) - int(end[:4]))
-        return cls(chunk, tuple(header), tuple(tuple(r) for r in body), statement, unit, items, fiscal)
+        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal)
+
+
+_PER_SHARE = re.compile(r"(?<!except\s)\bper\s+(?:common\s+|ordinary\s+)?share\b", re.IGNORECASE)
+_PERIOD_CELL = re.compile(r"^\s*(?:(?:19|20)\d\d|[A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)\s*(?:\(\d\))*\s*$")
+
+
+def _promoted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
+    """A header naming no period over caption rows (a title, "(Dollars in Millions)") and a row of periods
+    ("| | 2022 | 2021 |"): that row becomes the header, its label the header's and the captions' words, so the
+    title and the unit are still read from it."""
+    def periods(row: Sequence[str]) -> bool:
+        cells = [c for c in row[1:] if c.strip()]
+        return len(cells) >= 2 and all(_PERIOD_CELL.match(c) for c in cells)
+
+    if periods(header):
+        return list(header), [list(r) for r in body]
+    captions = [header[0]]
+    for i, row in enumerate(body[:3]):
+        if periods(row):
+            return ([" ".join(c for c in (*captions, row[0]) if c.strip()), *row[1:]],
+                    [list(r) for r in body[i + 1:]])
+        if any(c.strip() for c in row[1:]):
+            break
+        captions.append(row[0] if row else "")
+    return list(header), [list(r) for r in body]
+
+
+def _sectioned(body: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """The rows, each under a per-share section ("Per Share Data", "Earnings per common share:") labelled with it
+    ("Per Share Data: Net earnings (loss)"): a section's rows are amounts per share, whatever their own labels say.
+    A section is a row with a label and no figures; the next one ends it."""
+    out: list[tuple[str, ...]] = []
+    section = ""
+    for row in body:
+        if row and row[0].strip() and not any(c.strip() for c in row[1:]):
+            section = row[0].strip().rstrip(":") if _PER_SHARE.search(row[0]) else ""
+        elif row and section and row[0].strip() and not _PER_SHARE.search(row[0]):
+            row = (f"{section}: {row[0]}", *row[1:])
+        out.append(tuple(row))
+    return out
 
 
 _DATED = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+((?:19|20)\d\d)\b",
@@ -494,10 +536,32 @@ def asks_percent(question: str) -> bool:
 def named_concept(text: str) -> str | None:
     """The line item a text names (the longest name wins where names overlap: "net income" over "income",
     "total current assets" over "cash"; then the first named)."""
+    named = _named(text)
+    return named[1] if named else None
+
+
+def _named(text: str) -> tuple[int, str] | None:
     lower = text.lower()
-    spans = [(-len(term), lower.find(term), concept) for concept, terms in TERMS.items() for term in terms
-             if re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower)]
-    return min(spans)[2] if spans else None
+    spans = [(-len(term), m.start(), concept) for concept, terms in TERMS.items() for term in terms
+             if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower))]
+    return (min(spans)[1], min(spans)[2]) if spans else None
+
+
+# a line item named with a part of the business before it ("US sales", "international revenue", "Cloud revenue",
+# "segment operating income", "adjusted net income") is that part's, or a measure the statements do not print:
+# not the statement's total line
+_PART = re.compile(r"\b(?:u\.s\.|us|domestic|international|foreign|overseas|regional|segment|segments'?|"
+                   r"organic|adjusted|non-gaap|operational|comparable|same[\s-]store)\s*$", re.IGNORECASE)
+_NAMED_PART = re.compile(r"(?<![.?!]\s)(?<!^)\b(?!FY|Q[1-4]|Total\b|Net\b|Gross\b|GAAP\b)[A-Z][\w&-]*\s*$")
+
+
+def qualified(question: str) -> bool:
+    """The line item the question names has a part of the business or an adjusted measure before it."""
+    named = _named(question)
+    if named is None:
+        return False
+    before = question[: named[0]]
+    return bool(_PART.search(before) or _NAMED_PART.search(before))
 
 
 def asked(question: str) -> tuple[Metric | None, str | None]:
@@ -515,7 +579,7 @@ def asked(question: str) -> tuple[Metric | None, str | None]:
         if part and whole and part != whole:
             return _share(part, whole), None
         return None, None
-    return None, named_concept(question)
+    return (None, None) if qualified(question) else (None, named_concept(question))
 
 
 def years_asked(question: str) -> list[int]:

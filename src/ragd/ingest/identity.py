@@ -40,7 +40,7 @@ _ANNUAL = re.compile(r"\bannual\s+report\b", re.IGNORECASE)
 _YEAR_END = re.compile(rf"for\s+the\s+(?:fiscal\s+)?year\s+ended\D{{0,40}}?{_DATE}", re.IGNORECASE)
 _QUARTER_END = re.compile(rf"for\s+the\s+quarterly\s+period\s+ended\D{{0,40}}?{_DATE}", re.IGNORECASE)
 _REPORT_DATE = re.compile(rf"date\s+of\s+report[^:\n]*:?\s*(?:\n\s*)?{_DATE}", re.IGNORECASE)
-_ENDED = re.compile(rf"\b(?:period|quarter|year|weeks?|months?)\s+ended\s+{_DATE}", re.IGNORECASE)
+_ENDED = re.compile(rf"\b(?:period|quarter|year|weeks?|months?)[\s\u201d\u2019\"')]*ended\s+{_DATE}", re.IGNORECASE)
 _ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 _QUARTER_NAMED = re.compile(
     r"\b(first|second|third|fourth|1st|2nd|3rd|4th)[\s-]+quarter(?:\s+(?:and\s+full[\s-]+year\s+)?(?:of\s+)?"
@@ -122,7 +122,14 @@ def _date(month: str, day: str, year: str) -> dt.date | None:
         return None
 
 
+# a two-column cover read line by line puts the other column's words into the name's line ("June 30, 2023
+# JPMorgan Chase & number 1-5805 Co.": the period's date and the commission file number)
+_COVER_FIELDS = re.compile(rf"{_DATE}|\b(?:commission\s+)?(?:file\s+)?number\s+[\d-]+\b|\bcommission\s+file\b",
+                           re.IGNORECASE)
+
+
 def _clean_name(name: str) -> str:
+    name = _COVER_FIELDS.sub(" ", name)
     name = re.sub(r"\s+", " ", name).strip(" ,;:-_\u2013\u2014").lstrip(".")
     return re.sub(r"\s+([.,])", r"\1", name)
 
