@@ -89,6 +89,17 @@ LINE_ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "total_liabilities": ("balance", ("total liabilities",)),
     "equity": ("balance", ("total shareholders equity", "total stockholders equity", "total equity",
                            "total shareowners equity", "shareholders equity", "stockholders equity")),
+    # debt as balance sheets print it: the long-term part, the part due within a year, short-term borrowings
+    "long_term_debt": ("balance", ("long term debt", "long term debt net of current portion",
+                                   "long term debt excluding current portion", "long term debt less current portion",
+                                   "long term debt excluding current maturities", "long term debt noncurrent",
+                                   "long term borrowings", "long term debt net")),
+    "current_ltd": ("balance", ("current portion of long term debt", "debt maturing within one year",
+                                "current maturities of long term debt", "long term debt current portion",
+                                "current portion of long term debt and finance leases", "long term debt due within "
+                                "one year", "current portion of long term borrowings")),
+    "short_debt": ("balance", ("short term debt", "short term borrowings", "commercial paper", "notes payable",
+                               "short term borrowings and current portion of long term debt")),
 }
 # how questions name a concept (lower case, longest first when read)
 TERMS: dict[str, tuple[str, ...]] = {
@@ -119,6 +130,9 @@ TERMS: dict[str, tuple[str, ...]] = {
     "total_liabilities": ("total liabilities",),
     "equity": ("shareholders' equity", "shareholders equity", "stockholders' equity", "stockholders equity",
                "total equity"),
+    "long_term_debt": ("long-term debt", "long term debt"),
+    "current_ltd": ("current portion of long-term debt", "current maturities of long-term debt"),
+    "short_debt": ("short-term debt", "short-term borrowings", "commercial paper"),
 }
 # amounts a statement may print in brackets (as deductions or outflows) that are the item's size all the same
 OUTFLOWS = frozenset({"cogs", "sga", "interest_expense", "income_tax", "da", "capex", "dividends"})
@@ -246,6 +260,12 @@ METRICS: tuple[Metric, ...] = (
        / v[("current_liabilities", 0)], "x",
        "(cash and equivalents + short-term investments + receivables) / current liabilities",
        optional=[("short_investments", 0)]),
+    # debt on the balance sheet: its parts as printed, summed (not net debt, not a ratio of debt to something)
+    _m("total debt", r"(?<!net\s)(?<!long-term\s)(?<!long\sterm\s)(?<!short-term\s)\b(?:total\s+)?debt\b"
+       r"(?!\s*(?:-|/|to)\s*(?:equity|ebitda|capital|assets|total))(?!\s+(?:ratio|issuance|covenant|securities))",
+       [("long_term_debt", 0)],
+       lambda v: v[("long_term_debt", 0)] + v.get(("current_ltd", 0), 0.0) + v.get(("short_debt", 0), 0.0), "",
+       "long-term debt + its current portion + short-term debt", optional=[("current_ltd", 0), ("short_debt", 0)]),
     _m("current ratio", r"\bcurrent\s+ratio\b", [("current_assets", 0), ("current_liabilities", 0)],
        lambda v: v[("current_assets", 0)] / v[("current_liabilities", 0)], "x",
        "current assets / current liabilities"),
@@ -482,10 +502,12 @@ class Computed:
         if self.earlier:
             year = self.years[-1]
             trend = ", ".join(f"{self._shown(v, decimals)} in {y}" for y, v in self.earlier)
-            before = self.earlier[-1][1]
-            word = "up from" if self.result > before else "down from" if self.result < before else "unchanged from"
-            return (f"{self.name[:1].upper()}{self.name[1:]}, {year}: {shown}, {word} {trend} = {self.formula} "
-                    f"({self._cells()})")
+            diff = self.result - self.earlier[-1][1]
+            by = (f"{abs(diff):,.{1 if decimals is None else decimals}f} points" if self.unit == "%"
+                  else self._shown(abs(diff), decimals))
+            word = f"up {by} from" if diff > 0 else f"down {by} from" if diff < 0 else "unchanged from"
+            how = f" = {self.formula}" if self.formula else ""
+            return f"{self.name[:1].upper()}{self.name[1:]}, {year}: {shown}, {word} {trend}{how} ({self._cells()})"
         period = "-".join(str(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
             else str(self.years[0])
         how = f" = {self.formula}" if self.formula else ""
@@ -601,12 +623,16 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     years = years_asked(question)
     if (metric is None and concept is None) or not years:
         return None
+    item = False  # the line item itself compared between two years (no metric): what lacks leaves it to passages
     if metric is None:
         assert concept is not None
         if _GROWTH.search(question) and (percent or asks_percent(question)):
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint)
+        elif len(years) == 2 and _COMPARE.search(question):  # the item in both years, and by how much it moved
+            metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
+                                  "", ""), True
         else:
             fact = find(tables, concept, years[-1], hint)
             if fact is None:
@@ -630,18 +656,20 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             values[(need, offset)] = fact.value
             facts.append(fact)
         if missing:
-            return Missing(metric.name, tuple(missing), metric=True)
+            return Missing(metric.name, tuple(missing), metric=not item)
         try:
             results.append((metric.formula(values), tuple(facts)))
         except ZeroDivisionError:
             return Missing(metric.name, ("a divisor that is not zero",), metric=True)
     used = tuple(f for _, fs in results for f in fs)
+    units = {f.unit for f in used}
+    unit = metric.unit or (units.pop() if len(units) == 1 else "")  # an amount is in its cells' unit
     if compared:
-        return Computed(metric.name, round(results[-1][0], 6), metric.unit, metric.text, used, tuple(targets),
+        return Computed(metric.name, round(results[-1][0], 6), unit, metric.text, used, tuple(targets),
                         ((targets[0], round(results[0][0], 6)),))
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
-    return Computed(metric.name, round(value, 6), metric.unit, formula, used, tuple(targets))
+    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets))
 
 
 def _share(part: str, whole: str) -> Metric:

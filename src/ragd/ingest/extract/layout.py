@@ -1019,21 +1019,30 @@ def _periods_over_tables(blocks: list[Block]) -> list[Block]:
 _FIGURE_CELL = re.compile(r"^\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?$")
 
 
+_DAY = re.compile(r"\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}),?\s+(?:19|20)\d\d",
+                  re.IGNORECASE)
+
+
 def _years_over(line: Block, table: Block) -> Block:
-    """A table whose first row is figures ("Revenues | $ 44,538 | 37,403 | 39,117") under a line naming as many
-    years ("YEAR ENDED MAY 31, 2021 2020 2019"): the years become its header, over the figures' columns, in the
-    order the line names them; the line stays where it is."""
+    """A table whose first row is figures ("Revenues | $ 44,538 | 37,403 | 39,117"), or whose header is a label
+    alone over rows of figures ("ASSETS Current assets: | |"), under a line naming as many years ("YEAR ENDED
+    MAY 31, 2021 2020 2019"): the years become its header, over the figures' columns, in the order the line names
+    them, each with the line's day when it names one day for all ("May 31, 2021 | May 31, 2020": a year ending in
+    January is named by its day); the line stays where it is."""
     if (line.type not in ("heading", "paragraph") or line.page != table.page or len(line.text.split()) > 20
             or any(_HAS_YEAR.search(c) for c in table.header)):
         return table
     years = list(dict.fromkeys(_HAS_YEAR.findall(line.text)))
-    places = [i for i, c in enumerate(table.header) if i and _FIGURE_CELL.match(c.strip())]
+    labelled = bool(table.header[0].strip()) and not any(c.strip() for c in table.header[1:]) and table.rows
+    first = table.rows[0] if labelled else table.header
+    places = [i for i, c in enumerate(first) if i and _FIGURE_CELL.match(c.strip().replace("$", "").strip())]
     if len(years) < 2 or len(places) != len(years):
         return table
-    cells = [""] * len(table.header)
+    days = list(dict.fromkeys(m.group(1).title() for m in _DAY.finditer(line.text)))
+    cells = [table.header[0] if labelled else ""] + [""] * (len(table.header) - 1)
     for i, year in zip(places, years):
-        cells[i] = year
-    return _reheaded(table, tuple(cells), (table.header, *table.rows))
+        cells[i] = f"{days[0]}, {year}" if len(days) == 1 else year
+    return _reheaded(table, tuple(cells), table.rows if labelled else (table.header, *table.rows))
 
 
 def _reheaded(table: Block, header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> Block:
