@@ -18,6 +18,7 @@ from ragd.config import Settings
 from ragd.errors import RerankerError
 from ragd.eval.runner import plan_overrides
 from ragd.rerank import CrossEncoder, blend, make_reranker, probability, rerank, rerank_fail_open
+from ragd.rerank.local import SCORED
 from ragd.types import Candidate
 
 from .fakes import JsonService, serving
@@ -240,3 +241,9 @@ def test_the_cross_encoder_reads_a_long_passage_to_its_end() -> None:
     assert probability(late) > 0.9 and probability(none) < 0.01
     assert probability(head.score(query, [f"{filler} {answer}"])[0]) < 0.01  # what reading the head alone gave
     assert short == head.score(query, [answer])[0]  # a passage that fits: the same score, bit for bit
+    # of a long passage's windows only the head and the one sharing most words with the query are scored, wherever
+    # the answer stands
+    half = len(filler) // 2
+    middle = f"{filler[:half]} {answer} {filler[half:]}"
+    assert [len(p) for p in windowed._pairs(query, [middle, f"{filler} {answer}"])] == [SCORED, SCORED]
+    assert probability(windowed.score(query, [middle])[0]) > 0.9

@@ -607,7 +607,11 @@ def _eval_filings(path: Path, documents: Path | None, collection: str | None, te
         table.add_column("figure")
         table.add_column("value", justify="right")
         for name, value in report.figures.items():
-            table.add_row(name, f"{value:.3f}" if isinstance(value, float) else str(value))
+            if isinstance(value, dict):
+                for stage, ms in value.items():
+                    table.add_row(f"{name.removesuffix('_ms')} {stage} (ms)", f"{ms:.1f}")
+            else:
+                table.add_row(name, f"{value:.3f}" if isinstance(value, float) else str(value))
         out.print(table)
         out.print("written: " + ", ".join(outputs.values()))
     if report.failed:

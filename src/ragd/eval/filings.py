@@ -220,6 +220,7 @@ class FilingAsked:
     gold: str
     reason: str = ""
     answerable: bool = True
+    stages_ms: dict[str, float] = field(default_factory=dict)  # ask's timings by stage (retrieval, rerank, ...)
 
 
 @dataclass
@@ -284,7 +285,8 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
                   for c in (result.citations or result.closest)] if not operands else
                  [f"{cited[0] if cited else ''}:{o.get('page')}" for o in operands])
         asked.append(FilingAsked(q.qid, q.doc_name, q.kind, verdict, how, first_doc == q.doc_name, rank, pages,
-                                 latency, result.answer, q.answer, result.reason or "", q.answerable))
+                                 latency, result.answer, q.answer, result.reason or "", q.answerable,
+                                 dict((result.debug or {}).get("timings_ms") or {})))
         if on_progress:
             on_progress("answers", n, len(questions))
     return FilingReport(col.name, len(names), _pages(col), ingest_seconds, score(asked), asked, failed)
@@ -328,7 +330,12 @@ def score(everything: Sequence[FilingAsked]) -> dict[str, Any]:
             "abstained": share(lambda a: a.verdict == "abstained"),
             "correct_by_figure": share(lambda a: a.verdict == "correct" and a.judged == "figure"),
             "latency_p50_ms": round(percentile(latencies, 50), 1) if latencies else 0.0,
-            "latency_p95_ms": round(percentile(latencies, 95), 1) if latencies else 0.0}
+            "latency_p95_ms": round(percentile(latencies, 95), 1) if latencies else 0.0,
+            # where the time goes: each stage's p50 over the questions that ran it (the rerank only on those whose
+            # figure the statements did not give)
+            "stage_p50_ms": {stage: round(percentile(spent, 50), 1) for stage in
+                             sorted({k for a in everything for k in a.stages_ms})
+                             if (spent := [a.stages_ms[stage] for a in everything if stage in a.stages_ms])}}
 
 
 def write_filings(report: FilingReport, out_dir: Path) -> dict[str, str]:

@@ -3,9 +3,10 @@
 A passage longer than the model reads at once (`max_tokens` per pair with the query) is read in overlapping
 windows and its best window counts: an answer past the first window is seen (chunks hold 450-500 tokens, the
 model read 256, and a gold chunk whose answer lay past them scored a median probability of 0.001). The cost is
-bounded: at most MAX_WINDOWS pairs per passage. A query longer than half the window is cut to that half. Pairs run
-one at a time (int8 activations are quantised per batch, so a batch of one gives every pair the same score
-whatever else is reranked with it) on a session shared by threads.
+bounded: of at most MAX_WINDOWS windows a passage has, SCORED are scored (the head and the windows sharing most
+words with the query: the cross-encoder's pairs are most of an answer's time). A query longer than half the window
+is cut to that half. Pairs run one at a time (int8 activations are quantised per batch, so a batch of one gives
+every pair the same score whatever else is reranked with it) on a session shared by threads.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..errors import ModelNotAvailable, RerankerError
 
 MODEL = "ms-marco-MiniLM-L-12-v2-int8"
 MAX_WINDOWS = 4  # pairs per passage at most: with 256 tokens, a chunk's hard cap (800) fits in four windows
+SCORED = 2  # windows scored per passage: the head and the one sharing most words with the query
 OVERLAP = 32  # tokens each window repeats of the one before it (a sentence cut at a window's end is read whole)
 
 
@@ -43,7 +45,7 @@ class CrossEncoder:
 
     @property
     def version(self) -> str:
-        return f"{MODEL}@{self.max_tokens}" + ("w" if self.windows else "")
+        return f"{MODEL}@{self.max_tokens}" + (f"w{SCORED}" if self.windows else "")
 
     def load(self) -> None:
         """Load the model and its tokenizer once (the first score does it too)."""
@@ -103,6 +105,7 @@ class CrossEncoder:
         full_query = self._plain.encode(query, add_special_tokens=False).ids
         q = full_query[: self.max_tokens // 2]
         room = self.max_tokens - len(q) - 3
+        asked = {i for i in full_query if _telling(self._plain.id_to_token(i))}
         out = []
         for encoding, p in zip(whole, self._plain.encode_batch(list(passages), add_special_tokens=False)):
             tokens = p.ids
@@ -111,6 +114,22 @@ class CrossEncoder:
                 continue
             overlap = min(OVERLAP, room // 4)
             starts = list(range(0, max(1, len(tokens) - overlap), room - overlap))[:MAX_WINDOWS]
-            windows = [tokens[start:start + room] for start in starts]
+            windows = _chosen([tokens[start:start + room] for start in starts], asked)
             out.append([([cls, *q, sep, *w, sep], [0] * (len(q) + 2) + [1] * (len(w) + 1)) for w in windows])
         return out
+
+
+def _telling(token: str | None) -> bool:
+    """A query token that tells windows apart: a word piece of three letters or more, or of digits."""
+    piece = (token or "").removeprefix("##")
+    return piece.isdigit() or (len(piece) >= 3 and piece.isalpha())
+
+
+def _chosen(windows: list[list[int]], asked: set[int]) -> list[list[int]]:
+    """The windows scored, SCORED in all: the head (the title and headings lead it) and the later windows holding
+    most of the query's telling tokens (the first of equals), in the passage's order."""
+    if len(windows) <= SCORED:
+        return windows
+    held = [len(asked.intersection(w)) for w in windows]
+    later = sorted(range(1, len(windows)), key=lambda i: (-held[i], i))[: SCORED - 1]
+    return [windows[i] for i in (0, *sorted(later))]
