@@ -247,6 +247,39 @@ def test_debt_on_the_balance_sheet_is_its_parts_summed_and_a_change_says_by_how_
     assert isinstance(missing, Missing) and not missing.metric  # a line item the tables lack: left to passages
 
 
+def test_a_quarter_is_read_from_its_three_month_column_and_a_year_from_its_year_end() -> None:
+    q2 = {"period_end": "2023-07-29", "fiscal_year": 2024, "fiscal_quarter": 2}  # a year ending in January
+
+    def quarterly(content: str, page: int) -> Candidate:
+        return dataclasses.replace(_chunk(content, page=page), metadata={"pages": [page], "identity": q2})
+
+    income = quarterly("Consolidated Statements of Earnings ($ in millions) | Three Months Ended July 29, 2023 | "
+                       "Three Months Ended July 30, 2022 | Six Months Ended July 29, 2023 | Six Months Ended July "
+                       "30, 2022\nRevenue | 9,583 | 10,329 | 19,050 | 20,976\nNet earnings | 274 | 306 | 516 | "
+                       "582", page=4)
+    sheet = quarterly("Condensed Consolidated Balance Sheets ($ in millions) | July 29, 2023 | January 28, 2023 | "
+                      "July 30, 2022\nCash and cash equivalents | 1,093 | 1,874 | 840", page=3)
+    tables = [*Table.read(income), *Table.read(sheet)]
+    revenue = answer("What was Quorra's revenue in Q2 of FY2024?", tables)
+    assert isinstance(revenue, Computed) and revenue.result == 9583.0  # the quarter's, not the six months'
+    assert revenue.sentence().startswith("Revenue, Q2 2024: 9,583 million")
+    margin = answer("Did net earnings as a percent of revenue increase in the second fiscal quarter of 2024 "
+                    "compared to the same quarter of 2023?", tables)
+    assert isinstance(margin, Computed) and margin.result == pytest.approx(274 / 95.83)
+    assert margin.earlier == ((2023, pytest.approx(306 / 103.29)),)
+    cash = answer("What were Quorra's cash and cash equivalents at the end of FY2023?", tables)
+    assert isinstance(cash, Computed) and cash.result == 1874.0  # the year end's column, not July's
+    assert answer("What was Quorra's revenue in FY2024?", tables) == Missing(
+        "revenue", ("revenue for 2024",))  # a quarter's document holds no year of revenue
+    # an earnings release's own names for its quarters, with a calendar year
+    release = dataclasses.replace(_chunk("($ in Millions, except EPS) | Q2 2023 | Q2 2022 | Q2 % Change\n"
+                                         "Sales to customers | 25,530 | 24,020 | 6.3%\nNet Earnings | 5,144 | "
+                                         "4,814 | 6.9%"), metadata={"pages": [1], "identity": {
+                                             "fiscal_year": 2023, "fiscal_quarter": 2}})
+    earnings = answer("What were Quorra's net earnings in Q2 2022?", Table.read(release))
+    assert isinstance(earnings, Computed) and earnings.result == 4814.0
+
+
 def test_a_two_column_cover_and_a_release_in_quotes_name_the_issuer_and_the_period_end() -> None:
     cover = identify([Block("text", COVER_10K.replace("QUORRA OUTFITTERS, INC.", "January 29, 2022 Quorra "
                                                       "Outfitters & number 1-4242 Co."), page=1)])

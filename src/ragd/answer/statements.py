@@ -319,6 +319,8 @@ class Table:
     unit: str
     items: int  # rows the vocabulary names
     fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
+    quarterly: bool = False  # a quarter's document (its dated columns are also the quarter's and the year's)
+    title: str = ""  # its heading path, header label and first row's label
 
     @classmethod
     def read(cls, chunk: Candidate) -> list[Table]:
@@ -343,10 +345,13 @@ class Table:
         items = sum(1 for r in body if r and concept_of(r[0]) is not None)
         ident = chunk.metadata.get("identity") or {}
         fiscal = None
+        quarter = ident.get("fiscal_quarter")
         if ident.get("period_end") and ident.get("fiscal_year"):
             end = str(ident["period_end"])
-            fiscal = (int(end[5:7]), int(ident["fiscal_year"]) - int(end[:4]))
-        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal)
+            # a quarter's end lies 3 x (4 - its quarter) months before the end of its fiscal year
+            months = int(end[:4]) * 12 + int(end[5:7]) - 1 + (3 * (4 - int(quarter)) if quarter else 0)
+            fiscal = (months % 12 + 1, int(ident["fiscal_year"]) - months // 12)
+        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal, bool(quarter), title)
 
 
 _PER_SHARE = re.compile(r"(?<!except\s)\bper\s+(?:common\s+|ordinary\s+)?share\b", re.IGNORECASE)
@@ -441,19 +446,87 @@ def _aligned(body: Sequence[Sequence[str]]) -> bool:
     return not any(a.isdisjoint(b) for a in places for b in places if a != b)
 
 
-def _year_column(header: Sequence[str], year: int, fiscal: tuple[int, int] | None = None) -> int | None:
-    hits = [i for i, h in enumerate(header) if i > 0 and year in fiscal_years(h, fiscal)]
+_SPAN = re.compile(r"\b(three|six|nine|twelve|3|6|9|12)[\s-]+months?\b|\b(thirteen|twenty[\s-]six|thirty[\s-]nine|"
+                   r"fifty[\s-]two|fifty[\s-]three|13|26|39|52|53)[\s-]+weeks?\b|\b(quarters?|Q[1-4])\b|"
+                   r"\b(years?|annual)\b", re.IGNORECASE)
+_SPAN_MONTHS = {"three": 3, "3": 3, "six": 6, "6": 6, "nine": 9, "9": 9, "twelve": 12, "12": 12, "thirteen": 3,
+                "13": 3, "26": 6, "39": 9, "52": 12, "53": 12}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_QUARTER_ASKED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter\b",
+                            re.IGNORECASE)
+_QUARTER_CELL = re.compile(r"\bQ([1-4])\W{0,3}((?:19|20)\d\d)\b|\b(first|second|third|fourth)\s+quarter\D{0,20}"
+                           r"((?:19|20)\d\d)\b", re.IGNORECASE)
+
+
+def quarter_asked(question: str) -> int | None:
+    """The fiscal quarter a question asks about ("Q2 of FY2023", "the second fiscal quarter of 2023")."""
+    m = _QUARTER_ASKED.search(question)
+    if m is None:
+        return None
+    return int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
+
+
+def _span(cell: str) -> int | None:
+    """The months a column's period spans, as its header says ("Three Months Ended", "26 weeks", "Q2", "Year
+    Ended"); None when it says none (a balance sheet's date, a plain year)."""
+    m = _SPAN.search(cell)
+    if m is None:
+        return None
+    word = (m.group(1) or m.group(2) or "").lower().replace(" ", "-")
+    if word:
+        return _SPAN_MONTHS.get(word, {"twenty-six": 6, "thirty-nine": 9, "fifty-two": 12, "fifty-three": 12}.get(word))
+    return 3 if m.group(3) else 12
+
+
+def _fiscal_quarter(year: int, month: int, fiscal: tuple[int, int] | None) -> tuple[int, int]:
+    """(fiscal year, quarter) of a date, for fiscal years ending in `fiscal[0]` (December when unknown)."""
+    end_month, shift = fiscal or (12, 0)
+    after = (month - end_month) % 12  # months since the last year end (0: it is one)
+    quarter = 4 if after == 0 else (after + 2) // 3
+    return (year if after == 0 or month < end_month else year + 1) + shift, quarter
+
+
+def _period_column(t: Table, year: int, quarter: int | None) -> int | None:
+    """The column of a fiscal year (a year's column: not a quarter's or half-year's, nor, in a quarter's document,
+    a date inside the year) or of a fiscal quarter (a three-month column, or a date, of that quarter; a plain year
+    where the table's title names the quarter); one column, else none."""
+    hits = []
+    for i, h in enumerate(t.header):
+        if i == 0:
+            continue
+        span = _span(h)
+        if quarter is None:
+            inside = t.quarterly and any(_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]],
+                                                         t.fiscal)[1] != 4 for m in _DATED.finditer(h))
+            if span in (None, 12) and not inside and year in fiscal_years(h, t.fiscal):
+                hits.append(i)
+            continue
+        if span not in (None, 3):
+            continue
+        dated = list(_DATED.finditer(h))
+        named = _QUARTER_CELL.search(h)
+        if dated:
+            ok = any(_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]], t.fiscal)
+                     == (year, quarter) for m in dated)
+        elif named:
+            ok = (int(named.group(1)) if named.group(1) else _ORDINALS[named.group(3).lower()],
+                  int(named.group(2) or named.group(4))) == (quarter, year)
+        else:
+            ok = year in fiscal_years(h, None) and quarter_asked(t.title) == quarter and t.quarterly
+        if ok:
+            hits.append(i)
     return hits[0] if len(hits) == 1 else None
 
 
-def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = None) -> Fact | None:
-    """The fact of a concept for a year: from the table that is the concept's statement (or the one the question
-    asks to rely on), with one column for the year and the most line items; the row whose label names the concept
-    most specifically."""
+def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = None,
+         quarter: int | None = None) -> Fact | None:
+    """The fact of a concept for a fiscal year (or a quarter of it): from the table that is the concept's
+    statement (or the one the question asks to rely on), with one column for the period and the most line items;
+    the row whose label names the concept most specifically."""
     home = LINE_ITEMS[concept][0]
     best: tuple[tuple[int, int, int, int], Fact] | None = None
     for order, t in enumerate(tables):
-        col = _year_column(t.header, year, t.fiscal)
+        col = _period_column(t, year, quarter)
         if col is None:
             continue
         rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
@@ -484,6 +557,10 @@ class Computed:
     facts: tuple[Fact, ...]
     years: tuple[int, ...]
     earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years named
+    quarter: int | None = None  # the fiscal quarter of each year asked, when one was
+
+    def _when(self, year: int) -> str:
+        return f"Q{self.quarter} {year}" if self.quarter else str(year)
 
     def _shown(self, value: float, decimals: int | None) -> str:
         number = format_number(value) if decimals is None else f"{value:,.{decimals}f}"
@@ -501,15 +578,16 @@ class Computed:
         shown = self._shown(self.result, decimals)
         if self.earlier:
             year = self.years[-1]
-            trend = ", ".join(f"{self._shown(v, decimals)} in {y}" for y, v in self.earlier)
+            trend = ", ".join(f"{self._shown(v, decimals)} in {self._when(y)}" for y, v in self.earlier)
             diff = self.result - self.earlier[-1][1]
             by = (f"{abs(diff):,.{1 if decimals is None else decimals}f} points" if self.unit == "%"
                   else self._shown(abs(diff), decimals))
             word = f"up {by} from" if diff > 0 else f"down {by} from" if diff < 0 else "unchanged from"
             how = f" = {self.formula}" if self.formula else ""
-            return f"{self.name[:1].upper()}{self.name[1:]}, {year}: {shown}, {word} {trend}{how} ({self._cells()})"
-        period = "-".join(str(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
-            else str(self.years[0])
+            return (f"{self.name[:1].upper()}{self.name[1:]}, {self._when(year)}: {shown}, {word} {trend}{how} "
+                    f"({self._cells()})")
+        period = "-".join(self._when(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
+            else self._when(self.years[0])
         how = f" = {self.formula}" if self.formula else ""
         return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how} ({self._cells()})"
 
@@ -621,6 +699,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     question's instructions ask for a percentage (a change in an item is then its growth rate)."""
     metric, concept = asked(question)
     years = years_asked(question)
+    quarter = quarter_asked(question)
+
+    def when(year: int) -> str:
+        return f"Q{quarter} {year}" if quarter else str(year)
     if (metric is None and concept is None) or not years:
         return None
     item = False  # the line item itself compared between two years (no metric): what lacks leaves it to passages
@@ -629,15 +711,15 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         if _GROWTH.search(question) and (percent or asks_percent(question)):
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
-            return _average_of(concept, years, tables, hint)
+            return _average_of(concept, years, tables, hint, quarter)
         elif len(years) == 2 and _COMPARE.search(question):  # the item in both years, and by how much it moved
             metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
                                   "", ""), True
         else:
-            fact = find(tables, concept, years[-1], hint)
+            fact = find(tables, concept, years[-1], hint, quarter)
             if fact is None:
-                return Missing(concept, (f"{concept.replace('_', ' ')} for {years[-1]}",))
-            return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],))
+                return Missing(concept, (f"{concept.replace('_', ' ')} for {when(years[-1])}",))
+            return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarter=quarter)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
     compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
         and bool(_COMPARE.search(question))
@@ -648,10 +730,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         facts: list[Fact] = []
         missing = []
         for need, offset in (*metric.needs, *metric.optional):
-            fact = find(tables, need, year + offset, hint)
+            fact = find(tables, need, year + offset, hint, quarter)
             if fact is None:
                 if (need, offset) in metric.needs:
-                    missing.append(f"{need.replace('_', ' ')} for {year + offset}")
+                    missing.append(f"{need.replace('_', ' ')} for {when(year + offset)}")
                 continue
             values[(need, offset)] = fact.value
             facts.append(fact)
@@ -666,10 +748,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     unit = metric.unit or (units.pop() if len(units) == 1 else "")  # an amount is in its cells' unit
     if compared:
         return Computed(metric.name, round(results[-1][0], 6), unit, metric.text, used, tuple(targets),
-                        ((targets[0], round(results[0][0], 6)),))
+                        ((targets[0], round(results[0][0], 6)),), quarter)
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
-    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets))
+    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets), quarter=quarter)
 
 
 def _share(part: str, whole: str) -> Metric:
@@ -683,10 +765,11 @@ def _growth(concept: str) -> Metric:
                   f"({_name(concept)} this year - last year) / last year")
 
 
-def _average_of(concept: str, years: Sequence[int], tables: Sequence[Table], hint: str | None) -> Computed | Missing:
+def _average_of(concept: str, years: Sequence[int], tables: Sequence[Table], hint: str | None,
+                quarter: int | None = None) -> Computed | Missing:
     facts = []
     for year in years:
-        fact = find(tables, concept, year, hint)
+        fact = find(tables, concept, year, hint, quarter)
         if fact is None:
             return Missing(concept, (f"{concept.replace('_', ' ')} for {year}",))
         facts.append(fact)
