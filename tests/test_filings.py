@@ -304,6 +304,9 @@ def test_answers_are_judged_within_one_percent_after_scale_and_sign() -> None:
                         "sales decline of 0.6%.", abstained=False)[0] == "wrong"  # 0.6% is missing
     assert judge_answer("US sales grew 3.0%; international sales decline 0.6%", "US sales increased 3.0% vs "
                         "international sales decline of 0.6%.", abstained=False)[0] == "correct"
+    gold = "No. Quorra decreased its debt by $2.5bn in FY 2023 vs FY 2022."  # a text gold's rounded figure
+    assert judge_answer("Total debt, 2023: down 2,544 million from 49,781 million", gold, False)[0] == "correct"
+    assert judge_answer("Total debt, 2023: down 2,644 million from 49,781 million", gold, False)[0] == "wrong"
 
 
 # -- end to end -----------------------------------------------------------------------------------------------------

@@ -241,9 +241,11 @@ def test_the_cross_encoder_reads_a_long_passage_to_its_end() -> None:
     assert probability(late) > 0.9 and probability(none) < 0.01
     assert probability(head.score(query, [f"{filler} {answer}"])[0]) < 0.01  # what reading the head alone gave
     assert short == head.score(query, [answer])[0]  # a passage that fits: the same score, bit for bit
-    # of a long passage's windows only the head and the one sharing most words with the query are scored, wherever
-    # the answer stands
+    # of a long passage's windows only the head and the one sharing most words with the query (more than the head)
+    # are scored, wherever the answer stands
     half = len(filler) // 2
     middle = f"{filler[:half]} {answer} {filler[half:]}"
-    assert [len(p) for p in windowed._pairs(query, [middle, f"{filler} {answer}"])] == [SCORED, SCORED]
+    early = f"{answer} {filler}"  # the head holds the query's words and the rest none: the head alone is scored
+    assert [len(p) for p in windowed._pairs(query, [middle, f"{filler} {answer}", early])] == [SCORED, SCORED, 1]
     assert probability(windowed.score(query, [middle])[0]) > 0.9
+    assert probability(windowed.score(query, [early])[0]) > 0.9

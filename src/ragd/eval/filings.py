@@ -182,21 +182,25 @@ def judge_answer(answer: str, gold: str, abstained: bool) -> tuple[str, str]:
         return ("correct" if matches_figure(value, text, percent, decimals) else "wrong"), how
     key = _gold_figures(gold)
     if key:  # the gold's figures are what an answer must get right; its wording is the annotator's
-        return ("correct" if all(matches_figure(v, text, pct) for v, pct in key) else "wrong"), how
+        return ("correct" if all(matches_figure(v, text, pct, places) for v, pct, places in key) else "wrong"), how
     words = [w for w in dict.fromkeys(_WORD.findall(gold.lower())) if w not in _STOP and len(w) > 2]
     lower = text.lower()
     held = sum(1 for w in words if w in lower) / len(words) if words else 1.0
     return ("correct" if held >= 0.5 else "wrong"), how
 
 
-def _gold_figures(gold: str) -> list[tuple[float, bool]]:
+def _gold_figures(gold: str) -> list[tuple[float, bool, int | None]]:
+    """The figures of a text gold: value, whether a percentage, and the decimals it is written with (a figure
+    an answer rounds to it matches, as a numeric gold's: "$2.5bn" is 2,544 million rounded)."""
     out = []
     for m in _FIGURE.finditer(gold):
         raw = m.group(1).replace(",", "")
         if _YEARISH.match(raw):
             continue
+        written = re.search(r"\.(\d+)", raw)
         try:
-            out.append((float(raw), (m.group(2) or "") in ("%", "percent")))
+            out.append((float(raw), (m.group(2) or "") in ("%", "percent"),
+                        len(written.group(1)) if written and written.group(1).strip("0") else None))
         except ValueError:
             continue
     return out

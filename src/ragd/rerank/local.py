@@ -3,10 +3,10 @@
 A passage longer than the model reads at once (`max_tokens` per pair with the query) is read in overlapping
 windows and its best window counts: an answer past the first window is seen (chunks hold 450-500 tokens, the
 model read 256, and a gold chunk whose answer lay past them scored a median probability of 0.001). The cost is
-bounded: of at most MAX_WINDOWS windows a passage has, SCORED are scored (the head and the windows sharing most
-words with the query: the cross-encoder's pairs are most of an answer's time). A query longer than half the window
-is cut to that half. Pairs run one at a time (int8 activations are quantised per batch, so a batch of one gives
-every pair the same score whatever else is reranked with it) on a session shared by threads.
+bounded: of at most MAX_WINDOWS windows a passage has, SCORED at most are scored (the head, and a window sharing
+more words with the query than the head: the cross-encoder's pairs are most of an answer's time). A query longer
+than half the window is cut to that half. Pairs run one at a time (int8 activations are quantised per batch, so a
+batch of one gives every pair the same score whatever else is reranked with it) on a session shared by threads.
 """
 
 from __future__ import annotations
@@ -126,10 +126,8 @@ def _telling(token: str | None) -> bool:
 
 
 def _chosen(windows: list[list[int]], asked: set[int]) -> list[list[int]]:
-    """The windows scored, SCORED in all: the head (the title and headings lead it) and the later windows holding
-    most of the query's telling tokens (the first of equals), in the passage's order."""
-    if len(windows) <= SCORED:
-        return windows
+    """The windows scored, SCORED at most: the head (the title and headings lead it) and the later windows holding
+    more of the query's telling tokens than the head, most first (the first of equals), in the passage's order."""
     held = [len(asked.intersection(w)) for w in windows]
-    later = sorted(range(1, len(windows)), key=lambda i: (-held[i], i))[: SCORED - 1]
-    return [windows[i] for i in (0, *sorted(later))]
+    later = sorted((i for i in range(1, len(windows)) if held[i] > held[0]), key=lambda i: (-held[i], i))
+    return [windows[i] for i in (0, *sorted(later[: SCORED - 1]))]
