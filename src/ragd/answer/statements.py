@@ -24,6 +24,7 @@ millions, except per share data)"). Everything is deterministic."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -173,14 +174,35 @@ LEADS: dict[str, tuple[str, ...]] = {
 _NOT_LEADS = re.compile(r"\bnon ?controlling\b|\bper\b|\bshare\b(?!holders)")
 
 
+def _bare(key: str) -> str:
+    return key[6:] if key.startswith("total ") else key
+
+
+# a label's key (or its key without "total ") -> the first (concept, rank) in the vocabulary's order naming it: the
+# key is a name or the name and ", net"; the key without "total " is a name, with or without its own "total "
+_ORDERED = [(concept, rank, k) for concept, keys in _KEYS.items() for rank, k in enumerate(keys)]
+
+
+def _first_naming(*forms: Callable[[str], str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for at, (_, _, k) in enumerate(_ORDERED):
+        for form in forms:
+            out.setdefault(form(k), at)
+    return out
+
+
+_BY_KEY = _first_naming(lambda k: k, lambda k: f"{k} net")
+_BY_BARE = _first_naming(lambda k: k, _bare)
+
+
+@functools.lru_cache(maxsize=16384)
 def concept_of(label: str) -> tuple[str, int] | None:
     """The concept a row label names, and how specific the name is (0: the most)."""
     key = label_key(label)
-    bare = re.sub(r"^total\s+", "", key)
-    for concept, keys in _KEYS.items():
-        for rank, k in enumerate(keys):
-            if key == k or bare == k or key == f"{k} net" or bare == re.sub(r"^total\s+", "", k):
-                return concept, rank
+    hits = [at for at in (_BY_KEY.get(key), _BY_BARE.get(_bare(key))) if at is not None]
+    if hits:
+        concept, rank, _ = _ORDERED[min(hits)]
+        return concept, rank
     for concept, leads in LEADS.items():
         for rank, lead in enumerate(leads, start=len(_KEYS[concept])):
             if key.startswith(lead) and not _NOT_LEADS.search(key):
