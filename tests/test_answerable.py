@@ -46,6 +46,19 @@ def test_what_a_question_pins_down() -> None:
         "number", "date", "date", "name", None]
 
 
+def test_an_issuer_its_documents_name_is_no_word_pair_the_passage_must_hold() -> None:
+    # "JnJ's US sales": the possessive's "s" is no word; "JnJ realised" is what the filing says as "we realised"
+    assert phrases("How did JnJ's US sales grow?") == [("jnj", "us"), ("us", "sale")]
+    assert phrases("How did JnJ\u2019s US sales grow?") == [("jnj", "us"), ("us", "sale")]
+    passage = _c(1, "Following the exchange offer, we realised cash proceeds of approximately $13.2 billion from "
+                    "the separation of Kenvue.", title="Johnson & Johnson \u00b7 Form 8-K")
+    other = _c(2, "Acme expects the separation to be completed next year.", title="Acme Corp \u00b7 Form 10-K")
+    question = "How much cash did JnJ realise from the separation of Kenvue?"  # two sources: every check applies
+    assert judge(question, [passage, other], {}, 100, threshold=0.15, reranked=True).abstain
+    named = judge(question, [passage, other], {}, 100, threshold=0.15, reranked=True, satisfied=frozenset({"JnJ"}))
+    assert not named.abstain and [c.chunk_id for c in named.evidence] == [passage.chunk_id], named.reason
+
+
 def test_a_table_holds_a_pair_in_a_row_or_a_row_and_its_header() -> None:
     table = Passage.of(_c(1, " | 2019 | 2018\nNet receivables | 10 | 8\nOther assets | 3 | 4", kind="table"))
     prose = Passage.of(_c(2, "Receivables were net of allowances. Other current assets grew."))

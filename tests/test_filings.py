@@ -102,7 +102,8 @@ def test_instructions_are_split_off_and_periods_written_as_filings_write_them() 
 HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 2021),
         Held(uuid.UUID(int=2), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 2020),
         Held(uuid.UUID(int=3), "Advanced Lumen Devices Corporation", (), "10-K", 2021),
-        Held(uuid.UUID(int=4), "The Pell Harbor Company", ("PHC",), "10-Q", 2022, 2)]
+        Held(uuid.UUID(int=4), "The Pell Harbor Company", ("PHC",), "10-Q", 2022, 2),
+        Held(uuid.UUID(int=5), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 2015)]
 
 
 @pytest.mark.parametrize(("question", "doc_ints"), [
@@ -112,6 +113,8 @@ HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 202
     ("Did ALD's gross margin grow in 2021?", {3}),  # the initials of a name of three words
     ("In 2022 Q2, which of Pell Harbor's segments grew most?", {4}),
     ("What is the quorra of 2021?", set()),  # a lower-case word is not a name
+    ("What was Quorra's revenue in FY2015?", {5}),  # the filings that can speak of the years named
+    ("What drove Quorra's margins?", {1, 2, 5}),
 ])
 def test_a_question_names_the_issuers_it_names(question: str, doc_ints: set[int]) -> None:
     assert {d.int for d in scope_of(question, HELD).doc_ids} == doc_ints

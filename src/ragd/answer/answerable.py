@@ -110,11 +110,14 @@ def content_stems(text: str) -> list[str]:
     return list(dict.fromkeys(stem(t) for t, skip in zip(tokens, _framing(tokens)) if not skip))
 
 
+_POSSESSIVE_S = re.compile(r"(?<=\w)['\u2019]s\b")  # "JnJ's US sales": no word "s" before "us"
+
+
 def phrases(question: str) -> list[tuple[str, str]]:
     """The question's adjacent pairs of content words, as stems ("net receivables" -> ("net", "receiv")): runs of
     content words are broken by stop words, framing words, figures and punctuation."""
     runs: list[list[str]] = [[]]
-    tokens = re.findall(r"[^\W_]+|[^\w\s]", question.lower())
+    tokens = re.findall(r"[^\W_]+|[^\w\s]", _POSSESSIVE_S.sub(" ", question.lower()))
     for token, skip in zip(tokens, _framing(tokens)):
         if not token[0].isalnum() or skip or _FIGURE.match(token):
             runs.append([])
@@ -331,10 +334,11 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     strict = len(sources) > 1 or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
     asked = Question.of(question, dfs, chunks, limits)
-    if satisfied:
+    if satisfied:  # nor a pair of words with the name in it ("jnj realis": the filings say "we realised")
+        named = {stem(w) for x in satisfied for w in words(x)}
         asked = dataclasses.replace(asked, constraints=tuple(c for c in asked.constraints if c not in satisfied),
-                                    weights={s: w for s, w in asked.weights.items()
-                                             if s not in {stem(x.lower()) for x in satisfied}})
+                                    weights={s: w for s, w in asked.weights.items() if s not in named},
+                                    pairs=tuple(p for p in asked.pairs if not named.intersection(p)))
     for candidate in relevant:
         result = check(asked, Passage.of(candidate), str(candidate.chunk_id), limits if strict else loose)
         checks.append(result)

@@ -63,8 +63,15 @@ class Scope:
 
     @property
     def doc_ids(self) -> tuple[uuid.UUID, ...]:
-        """The named issuers' documents, once each, in a stable order."""
-        return tuple(sorted({h.doc_id for h in self.held}, key=str))
+        """The named issuers' documents, once each, in a stable order: of those, when the question names years,
+        the ones whose fiscal year can speak of them (Y-1 to Y+2: guidance, the year, its comparatives) and those
+        of no known year, unless none can."""
+        held = self.held
+        if self.years:
+            near = tuple(h for h in held if h.fiscal_year is None or min(self.years) - COVERS_AHEAD <= h.fiscal_year
+                         <= max(self.years) + COVERS_BACK)
+            held = near or held
+        return tuple(sorted({h.doc_id for h in held}, key=str))
 
     def as_dict(self) -> dict[str, Any]:
         return {"issuers": list(self.issuers), "documents": len(self.doc_ids), "years": list(self.years),
