@@ -17,7 +17,7 @@ import pytest
 
 import ragd
 from ragd.answer.question import decimals_asked, read_question
-from ragd.answer.statements import Computed, Missing, Table, answer, concept_of, label_key
+from ragd.answer.statements import Computed, Missing, Table, answer, concept_of, label_key, quarter_asked
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
 from ragd.ingest.identity import identify
@@ -266,6 +266,9 @@ def test_a_quarter_is_read_from_its_three_month_column_and_a_year_from_its_year_
     revenue = answer("What was Quorra's revenue in Q2 of FY2024?", tables)
     assert isinstance(revenue, Computed) and revenue.result == 9583.0  # the quarter's, not the six months'
     assert revenue.sentence().startswith("Revenue, Q2 2024: 9,583 million")
+    read = read_question("What was Quorra's revenue in Q2 of FY2024?")  # as ask reads it: its text says "2024"
+    assert quarter_asked(read.text) is None and quarter_asked(read.asked) == 2
+    assert answer(read.text, tables, quarter=quarter_asked(read.asked)) == revenue
     margin = answer("Did net earnings as a percent of revenue increase in the second fiscal quarter of 2024 "
                     "compared to the same quarter of 2023?", tables)
     assert isinstance(margin, Computed) and margin.result == pytest.approx(274 / 95.83)

@@ -41,7 +41,8 @@ LINE_ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "revenue": ("income", ("total net revenue", "total net revenues", "total revenues", "total revenue",
                            "net revenues", "net revenue", "total net sales", "net sales", "revenues", "revenue",
                            "net sales and revenues", "sales to customers", "sales", "net operating revenues",
-                           "operating revenues", "total operating revenues")),
+                           "operating revenues", "total operating revenues", "reported sales", "reported revenue",
+                           "reported revenues", "reported net sales")),
     "cogs": ("income", ("cost of sales", "cost of goods sold", "cost of revenues", "cost of revenue",
                         "total cost of revenues", "total cost of revenue", "cost of products sold",
                         "cost of sales excluding depreciation and amortization", "cost of services and products",
@@ -715,13 +716,14 @@ def years_asked(question: str) -> list[int]:
 
 
 def answer(question: str, tables: Sequence[Table], hint: str | None = None,
-           percent: bool = False) -> Computed | Missing | None:
+           percent: bool = False, quarter: int | None = None) -> Computed | Missing | None:
     """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
     missing; None when the question asks for neither (or for a reason, or names no year). `percent`: the
-    question's instructions ask for a percentage (a change in an item is then its growth rate)."""
+    question's instructions ask for a percentage (a change in an item is then its growth rate); `quarter`: the
+    fiscal quarter asked, where the question as passed no longer says it."""
     metric, concept = asked(question)
     years = years_asked(question)
-    quarter = quarter_asked(question)
+    quarter = quarter or quarter_asked(question)
 
     def when(year: int) -> str:
         return f"Q{quarter} {year}" if quarter else str(year)
