@@ -17,7 +17,16 @@ import pytest
 
 import ragd
 from ragd.answer.question import decimals_asked, read_question
-from ragd.answer.statements import Computed, Missing, Table, answer, concept_of, label_key, quarter_asked
+from ragd.answer.statements import (
+    Computed,
+    Missing,
+    Table,
+    answer,
+    concept_of,
+    label_key,
+    quarter_asked,
+    quarters_asked,
+)
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
 from ragd.ingest.identity import identify
@@ -237,15 +246,15 @@ def test_debt_on_the_balance_sheet_is_its_parts_summed_and_a_change_says_by_how_
     tables = Table.read(sheet)
     debt = answer("Has Quorra increased its debt on balance sheet between FY2021 and the FY2020 period?", tables)
     assert isinstance(debt, Computed) and debt.result == 47337.0 and debt.earlier == ((2020, 49781.0),)
-    assert debt.sentence().startswith("Total debt, 2021: 47,337 million, down 2,444 million from 49,781 million in "
-                                      "2020 = long-term debt + its current portion + short-term debt (")
+    assert debt.sentence().startswith("Total debt, 2021: 47,337 million, down 2,444 million (4.9%) from 49,781 "
+                                      "million in 2020 = long-term debt + its current portion + short-term debt (")
     long_term = answer("What was Quorra's long-term debt in FY2021?", tables)
     assert isinstance(long_term, Computed) and long_term.result == 41990.0
     assert answer("What was Quorra's net debt in FY2021?", tables) is None  # not the debt printed
     assert answer("What is the debt to equity ratio in FY2021?", tables) is None
     assets = answer("Did total assets grow between 2020 and 2021?", tables)
     assert isinstance(assets, Computed) and assets.sentence().startswith(
-        "Total assets, 2021: 80,000 million, up 10,000 million from 70,000 million in 2020 (")
+        "Total assets, 2021: 80,000 million, up 10,000 million (14.3%) from 70,000 million in 2020 (")
     missing = answer("Did inventories fall between 2020 and 2021?", tables)
     assert isinstance(missing, Missing) and not missing.metric  # a line item the tables lack: left to passages
 
@@ -266,15 +275,23 @@ def test_a_quarter_is_read_from_its_three_month_column_and_a_year_from_its_year_
     revenue = answer("What was Quorra's revenue in Q2 of FY2024?", tables)
     assert isinstance(revenue, Computed) and revenue.result == 9583.0  # the quarter's, not the six months'
     assert revenue.sentence().startswith("Revenue, Q2 2024: 9,583 million")
+    assert quarters_asked("Was there any drop in cash between FY 2023 and Q2 of FY2024?") == {2024: 2}
+    assert quarters_asked("Did it rise in Q2 of FY2023 compared to Q2 of FY2022?") == {2023: 2, 2022: 2}
+    assert quarters_asked("in the second fiscal quarter of 2024 compared to the same quarter of 2023") == {
+        2024: 2, 2023: 2}
+    assert quarters_asked("What were third quarter sales in 2022 and 2021?") == {2022: 3, 2021: 3}
     read = read_question("What was Quorra's revenue in Q2 of FY2024?")  # as ask reads it: its text says "2024"
     assert quarter_asked(read.text) is None and quarter_asked(read.asked) == 2
-    assert answer(read.text, tables, quarter=quarter_asked(read.asked)) == revenue
+    assert answer(read.text, tables, original=read.asked) == revenue
     margin = answer("Did net earnings as a percent of revenue increase in the second fiscal quarter of 2024 "
                     "compared to the same quarter of 2023?", tables)
     assert isinstance(margin, Computed) and margin.result == pytest.approx(274 / 95.83)
     assert margin.earlier == ((2023, pytest.approx(306 / 103.29)),)
     cash = answer("What were Quorra's cash and cash equivalents at the end of FY2023?", tables)
     assert isinstance(cash, Computed) and cash.result == 1874.0  # the year end's column, not July's
+    drop = answer("Was there any drop in cash and cash equivalents between FY 2023 and Q2 of FY2024?", tables)
+    assert isinstance(drop, Computed) and drop.sentence().startswith(  # the year's end, then the quarter's
+        "Cash, Q2 2024: 1,093 million, down 781 million (41.7%) from 1,874 million in 2023")
     assert answer("What was Quorra's revenue in FY2024?", tables) == Missing(
         "revenue", ("revenue for 2024",))  # a quarter's document holds no year of revenue
     # an earnings release's own names for its quarters, with a calendar year

@@ -1270,14 +1270,14 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
     started = time.perf_counter()
     hint = statements.statement_hint(read.instructions)
     percent = statements.asks_percent(read.asked)
-    quarter = statements.quarter_asked(read.asked)  # read.text writes "Q2 of FY2023" as its year
     outcome: Computed | Missing | None = None
     with col.client.reading(col.tenant) as conn:
         for doc_id in statement_documents(scope)[:3]:
             rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
                                                           "collection_id": col.collection_id}).fetchall()
             tables = [t for row in rows for t in statements.Table.read(candidate(row, 0.0))]
-            outcome = statements.answer(read.text, tables, hint, percent=percent, quarter=quarter)
+            # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
+            outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked)
             if isinstance(outcome, Computed):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000

@@ -481,6 +481,37 @@ _QUARTER_CELL = re.compile(r"\bQ([1-4])\W{0,3}((?:19|20)\d\d)\b|\b(first|second|
                            r"((?:19|20)\d\d)\b", re.IGNORECASE)
 
 
+_SAME_QUARTER = re.compile(r"\b(?:same|corresponding|comparable)\s+(?:fiscal\s+)?(?:quarter|period|three\s+months)\b",
+                           re.IGNORECASE)
+_YEAR_AFTER = re.compile(r"\s*(?:of\s+|in\s+)?(?:the\s+)?(?:fiscal\s+(?:year\s+)?|FY\s*)?'?((?:19|20)\d\d)\b",
+                         re.IGNORECASE)
+_YEAR_BEFORE = re.compile(r"\b((?:19|20)\d\d)\s*$")
+
+
+def quarters_asked(question: str) -> dict[int, int]:
+    """The fiscal quarter asked of each year the question names ("between FY2023 and Q2 of FY2024": 2024's
+    second quarter and the year 2023; "Q2 2023 compared to the same quarter of 2022": both second quarters); a
+    quarter named with no year of its own is every named year's."""
+    out: dict[int, int] = {}
+    loose: list[int] = []
+    for m in _QUARTER_ASKED.finditer(question):
+        quarter = int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
+        year = _YEAR_AFTER.match(question, m.end()) or _YEAR_BEFORE.search(question[: m.start()])
+        if year:
+            out.setdefault(int(year.group(1)), quarter)
+        else:
+            loose.append(quarter)
+    first = next(iter(out.values()), None) if not loose else loose[0]
+    for m in _SAME_QUARTER.finditer(question):
+        year = _YEAR_AFTER.match(question, m.end())
+        if year and first is not None:
+            out.setdefault(int(year.group(1)), first)
+    if len(set(loose)) == 1:
+        for y in years_asked(question):
+            out.setdefault(y, loose[0])
+    return out
+
+
 def quarter_asked(question: str) -> int | None:
     """The fiscal quarter a question asks about ("Q2 of FY2023", "the second fiscal quarter of 2023")."""
     m = _QUARTER_ASKED.search(question)
@@ -580,10 +611,11 @@ class Computed:
     facts: tuple[Fact, ...]
     years: tuple[int, ...]
     earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years named
-    quarter: int | None = None  # the fiscal quarter of each year asked, when one was
+    quarters: tuple[tuple[int, int], ...] = ()  # (year, its fiscal quarter) where a quarter of it was asked
 
     def _when(self, year: int) -> str:
-        return f"Q{self.quarter} {year}" if self.quarter else str(year)
+        quarter = dict(self.quarters).get(year)
+        return f"Q{quarter} {year}" if quarter else str(year)
 
     def _shown(self, value: float, decimals: int | None) -> str:
         number = format_number(value) if decimals is None else f"{value:,.{decimals}f}"
@@ -602,9 +634,12 @@ class Computed:
         if self.earlier:
             year = self.years[-1]
             trend = ", ".join(f"{self._shown(v, decimals)} in {self._when(y)}" for y, v in self.earlier)
-            diff = self.result - self.earlier[-1][1]
+            before = self.earlier[-1][1]
+            diff = self.result - before
             by = (f"{abs(diff):,.{1 if decimals is None else decimals}f} points" if self.unit == "%"
                   else self._shown(abs(diff), decimals))
+            if self.unit not in ("%", "x", "days") and before:  # an amount: by how much of itself, too
+                by += f" ({abs(diff) / abs(before) * 100:.1f}%)"
             word = f"up {by} from" if diff > 0 else f"down {by} from" if diff < 0 else "unchanged from"
             how = f" = {self.formula}" if self.formula else ""
             return (f"{self.name[:1].upper()}{self.name[1:]}, {self._when(year)}: {shown}, {word} {trend}{how} "
@@ -716,17 +751,18 @@ def years_asked(question: str) -> list[int]:
 
 
 def answer(question: str, tables: Sequence[Table], hint: str | None = None,
-           percent: bool = False, quarter: int | None = None) -> Computed | Missing | None:
+           percent: bool = False, original: str | None = None) -> Computed | Missing | None:
     """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
     missing; None when the question asks for neither (or for a reason, or names no year). `percent`: the
-    question's instructions ask for a percentage (a change in an item is then its growth rate); `quarter`: the
-    fiscal quarter asked, where the question as passed no longer says it."""
+    question's instructions ask for a percentage (a change in an item is then its growth rate); `original`:
+    the question as asked, where its quarters are read when `question` no longer says them."""
     metric, concept = asked(question)
     years = years_asked(question)
-    quarter = quarter or quarter_asked(question)
+    quarters = quarters_asked(original or question)
+    held = tuple(sorted(quarters.items()))
 
     def when(year: int) -> str:
-        return f"Q{quarter} {year}" if quarter else str(year)
+        return f"Q{quarters[year]} {year}" if year in quarters else str(year)
     if (metric is None and concept is None) or not years:
         return None
     item = False  # the line item itself compared between two years (no metric): what lacks leaves it to passages
@@ -735,15 +771,15 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         if _GROWTH.search(question) and (percent or asks_percent(question)):
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
-            return _average_of(concept, years, tables, hint, quarter)
+            return _average_of(concept, years, tables, hint, quarters)
         elif len(years) == 2 and _COMPARE.search(question):  # the item in both years, and by how much it moved
             metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
                                   "", ""), True
         else:
-            fact = find(tables, concept, years[-1], hint, quarter)
+            fact = find(tables, concept, years[-1], hint, quarters.get(years[-1]))
             if fact is None:
                 return Missing(concept, (f"{concept.replace('_', ' ')} for {when(years[-1])}",))
-            return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarter=quarter)
+            return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
     compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
         and bool(_COMPARE.search(question))
@@ -754,7 +790,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         facts: list[Fact] = []
         missing = []
         for need, offset in (*metric.needs, *metric.optional):
-            fact = find(tables, need, year + offset, hint, quarter)
+            fact = find(tables, need, year + offset, hint, quarters.get(year))
             if fact is None:
                 if (need, offset) in metric.needs:
                     missing.append(f"{need.replace('_', ' ')} for {when(year + offset)}")
@@ -772,10 +808,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     unit = metric.unit or (units.pop() if len(units) == 1 else "")  # an amount is in its cells' unit
     if compared:
         return Computed(metric.name, round(results[-1][0], 6), unit, metric.text, used, tuple(targets),
-                        ((targets[0], round(results[0][0], 6)),), quarter)
+                        ((targets[0], round(results[0][0], 6)),), held)
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
-    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets), quarter=quarter)
+    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets), quarters=held)
 
 
 def _share(part: str, whole: str) -> Metric:
@@ -790,10 +826,10 @@ def _growth(concept: str) -> Metric:
 
 
 def _average_of(concept: str, years: Sequence[int], tables: Sequence[Table], hint: str | None,
-                quarter: int | None = None) -> Computed | Missing:
+                quarters: Mapping[int, int] | None = None) -> Computed | Missing:
     facts = []
     for year in years:
-        fact = find(tables, concept, year, hint, quarter)
+        fact = find(tables, concept, year, hint, (quarters or {}).get(year))
         if fact is None:
             return Missing(concept, (f"{concept.replace('_', ' ')} for {year}",))
         facts.append(fact)
