@@ -443,10 +443,10 @@ _CURRENCY = frozenset({"$", "\u20ac", "\u00a3", "\u00a5", "US$"})
 
 def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
     """A table whose currency signs stand in columns of their own ("Cash | $ | 11,258 | $ | 12,277" beside
-    "Receivables | 917 | | 1,028 |"): each row's figures in order, in as many columns as most rows have; a row
-    with another count keeps its label only (which of its columns is empty cannot be told). Other tables as
-    they are."""
-    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or _aligned(body):
+    "Receivables | 917 | | 1,028 |", or under a header whose periods stand over the signs): each row's figures in
+    order, in as many columns as most rows have; a row with another count keeps its label only (which of its
+    columns is empty cannot be told). Other tables as they are."""
+    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or (_aligned(body) and _over(header, body)):
         return list(header), [list(r) for r in body]
 
     def values(cells: Sequence[str]) -> list[str]:
@@ -459,6 +459,13 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
     rows = [[r[0] if r else "", *(values(r) if len(values(r)) == width else [""] * width)] for r in body]
     heads = values(header)
     return [header[0], *(heads if len(heads) == width else [""] * width)], rows
+
+
+def _over(header: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether the header's labels stand over the rows' figures (not over their currency signs beside them)."""
+    heads = {i for i, c in enumerate(header) if i and c.strip()}
+    figures = {i for r in body for i, c in enumerate(r) if i and parse_number(c) is not None}
+    return not heads or not figures or not heads.isdisjoint(figures)
 
 
 def _aligned(body: Sequence[Sequence[str]]) -> bool:
