@@ -59,6 +59,17 @@ def test_an_issuer_its_documents_name_is_no_word_pair_the_passage_must_hold() ->
     assert not named.abstain and [c.chunk_id for c in named.evidence] == [passage.chunk_id], named.reason
 
 
+def test_one_issuers_filings_are_look_alikes_even_when_one_alone_is_relevant() -> None:
+    passage = _c(1, "Capital spending in 2022 was $1.7 billion. The business reported data on its intensive care "
+                    "products. Results were based on sales.", title="Quorra \u00b7 Form 10-K \u00b7 fiscal year 2022")
+    question = "Is Quorra a capital intensive business based on 2022 data?"
+    one = judge(question, [passage], {}, 100, threshold=0.15, reranked=True, satisfied=frozenset({"Quorra"}))
+    assert not one.abstain  # one source: its wording differs from the question's, nothing competes
+    kin = judge(question, [passage], {}, 100, threshold=0.15, reranked=True, satisfied=frozenset({"Quorra"}),
+                lookalikes=True)
+    assert kin.abstain and "capit intens" in kin.reason  # the issuer's other years compete: its words must hold
+
+
 def test_a_table_holds_a_pair_in_a_row_or_a_row_and_its_header() -> None:
     table = Passage.of(_c(1, " | 2019 | 2018\nNet receivables | 10 | 8\nOther assets | 3 | 4", kind="table"))
     prose = Passage.of(_c(2, "Receivables were net of allowances. Other current assets grew."))

@@ -1308,8 +1308,11 @@ def _answerable(asked: str, ranked: Sequence[Candidate], col: Collection, rerank
     question asks, its instructions set apart (they steer the answer, they are not evidence to find)."""
     started = time.perf_counter()
     dfs, chunks = answer_terms(asked, col)
+    # a named issuer's filings are look-alikes of each other (the same statements, other periods), whichever of
+    # them retrieval kept to: every check applies
     judged = judge_answerable(asked, ranked, dfs, chunks, threshold=threshold, reranked=reranked,
-                              limits=answer_limits(col.settings), satisfied=_issuer_names(asked, scope))
+                              limits=answer_limits(col.settings), satisfied=_issuer_names(asked, scope),
+                              lookalikes=scope is not None and len(scope.held) > 1)
     timings["answerable"] = (time.perf_counter() - started) * 1000
     return judged
 

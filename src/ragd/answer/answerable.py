@@ -318,11 +318,13 @@ def check(question: Question, passage: Passage, chunk_id: str, limits: Limits) -
 
 def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], chunks: int, *,
           threshold: float, reranked: bool, limits: Limits = Limits(),
-          satisfied: frozenset[str] = frozenset()) -> Judgement:
+          satisfied: frozenset[str] = frozenset(), lookalikes: bool = False) -> Judgement:
     """Which of the first `limits.look` candidates that are relevant (a cross-encoder probability, when it ran,
     else a reciprocal-rank score, at or above `threshold`: see `abstain.judge`) answer the question; an
     abstention naming the check that decided and what was missing when none does. `satisfied`: constraints the
-    candidates need not say (an issuer's name its documents' identity answers for)."""
+    candidates need not say (an issuer's name its documents' identity answers for); `lookalikes`: the candidates
+    were drawn from documents that are look-alikes of others (one issuer's filings of other periods) even when one
+    of them alone is relevant."""
     checks: list[Check] = []
     passed: list[Candidate] = []
     relevant = [c for c in ranked[: limits.look] if relevance(c, reranked) >= threshold]
@@ -331,7 +333,7 @@ def judge(question: str, ranked: Sequence[Candidate], dfs: Mapping[str, int], ch
     # passages of one source differ from the question in wording only
     top = max((relevance(c, reranked) for c in relevant), default=0.0)
     sources = {c.title or str(c.doc_id) for c in relevant if relevance(c, reranked) >= COMPETE * top}
-    strict = len(sources) > 1 or not limits.only_lookalikes
+    strict = len(sources) > 1 or lookalikes or not limits.only_lookalikes
     loose = dataclasses.replace(limits, min_coverage=limits.single_source_coverage, min_phrases=0.0)
     asked = Question.of(question, dfs, chunks, limits)
     if satisfied:  # nor a pair of words with the name in it ("jnj realis": the filings say "we realised")

@@ -705,10 +705,14 @@ def named_concept(text: str) -> str | None:
     return named[1] if named else None
 
 
+# a name that is the head of another item's name there ("cash flow", "cash used in investing") names that one
+_NOT_BEFORE = {"cash": r"(?!\s+(?:flows?|conversion|dividends?|proceeds|paid|used|provided|generated|from|taxes)\b)"}
+
+
 def _named(text: str) -> tuple[int, str] | None:
     lower = text.lower()
     spans = [(-len(term), m.start(), concept) for concept, terms in TERMS.items() for term in terms
-             if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&])", lower))]
+             if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))]
     return (min(spans)[1], min(spans)[2]) if spans else None
 
 
