@@ -40,6 +40,15 @@ _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z(])")
 # a fiscal year as questions write it: "FY2018", "FY 2018", "FY'18", "FY18"
 FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
 FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
+# a fiscal quarter as questions name it: "Q2", "second quarter", "2nd fiscal quarter"
+QUARTER_NAMED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter\b",
+                           re.IGNORECASE)
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+
+
+def quarter_number(m: re.Match[str]) -> int:
+    """The quarter a QUARTER_NAMED match names."""
+    return int(m.group(1)) if m.group(1) else ORDINALS[m.group(2).lower()]
 _QUARTER = re.compile(r"\bQ[1-4]\b\s*(?:of\s+)?|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?",
                       re.IGNORECASE)
 _FISCAL = re.compile(r"\bfiscal\s+(?:year\s+)?(?=(?:19|20)\d\d\b)", re.IGNORECASE)

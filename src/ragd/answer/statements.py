@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from ..types import Candidate
 from .arithmetic import format_number, parse_number
 from .extractive import table
+from .question import ORDINALS, QUARTER_NAMED, quarter_number
 
 # -- the vocabulary ---------------------------------------------------------------------------------------------
 # concept -> (its statement, the row labels issuers print for it, most specific first). Labels are compared after
@@ -480,10 +481,8 @@ _SPAN = re.compile(r"\b(three|six|nine|twelve|3|6|9|12)[\s-]+months?\b|\b(thirte
                    r"fifty[\s-]two|fifty[\s-]three|13|26|39|52|53)[\s-]+weeks?\b|\b(quarters?|Q[1-4])\b|"
                    r"\b(years?|annual)\b", re.IGNORECASE)
 _SPAN_MONTHS = {"three": 3, "3": 3, "six": 6, "6": 6, "nine": 9, "9": 9, "twelve": 12, "12": 12, "thirteen": 3,
-                "13": 3, "26": 6, "39": 9, "52": 12, "53": 12}
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
-_QUARTER_ASKED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter\b",
-                            re.IGNORECASE)
+                "13": 3, "twenty-six": 6, "26": 6, "thirty-nine": 9, "39": 9, "fifty-two": 12, "52": 12,
+                "fifty-three": 12, "53": 12}
 _QUARTER_CELL = re.compile(r"\bQ([1-4])\W{0,3}((?:19|20)\d\d)\b|\b(first|second|third|fourth)\s+quarter\D{0,20}"
                            r"((?:19|20)\d\d)\b", re.IGNORECASE)
 
@@ -501,8 +500,8 @@ def quarters_asked(question: str) -> dict[int, int]:
     quarter named with no year of its own is every named year's."""
     out: dict[int, int] = {}
     loose: list[int] = []
-    for m in _QUARTER_ASKED.finditer(question):
-        quarter = int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
+    for m in QUARTER_NAMED.finditer(question):
+        quarter = quarter_number(m)
         year = _YEAR_AFTER.match(question, m.end()) or _YEAR_BEFORE.search(question[: m.start()])
         if year:
             out.setdefault(int(year.group(1)), quarter)
@@ -521,10 +520,8 @@ def quarters_asked(question: str) -> dict[int, int]:
 
 def quarter_asked(question: str) -> int | None:
     """The fiscal quarter a question asks about ("Q2 of FY2023", "the second fiscal quarter of 2023")."""
-    m = _QUARTER_ASKED.search(question)
-    if m is None:
-        return None
-    return int(m.group(1)) if m.group(1) else _ORDINALS[m.group(2).lower()]
+    m = QUARTER_NAMED.search(question)
+    return quarter_number(m) if m else None
 
 
 def _span(cell: str) -> int | None:
@@ -533,9 +530,9 @@ def _span(cell: str) -> int | None:
     m = _SPAN.search(cell)
     if m is None:
         return None
-    word = (m.group(1) or m.group(2) or "").lower().replace(" ", "-")
+    word = re.sub(r"[\s-]+", "-", (m.group(1) or m.group(2) or "").lower())
     if word:
-        return _SPAN_MONTHS.get(word, {"twenty-six": 6, "thirty-nine": 9, "fifty-two": 12, "fifty-three": 12}.get(word))
+        return _SPAN_MONTHS.get(word)
     return 3 if m.group(3) else 12
 
 
@@ -545,6 +542,12 @@ def _fiscal_quarter(year: int, month: int, fiscal: tuple[int, int] | None) -> tu
     after = (month - end_month) % 12  # months since the last year end (0: it is one)
     quarter = 4 if after == 0 else (after + 2) // 3
     return (year if after == 0 or month < end_month else year + 1) + shift, quarter
+
+
+def _dated_quarters(cell: str, fiscal: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """(fiscal year, quarter) of each date a column header names."""
+    return [_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]], fiscal)
+            for m in _DATED.finditer(cell)]
 
 
 def _period_column(t: Table, year: int, quarter: int | None) -> int | None:
@@ -557,20 +560,18 @@ def _period_column(t: Table, year: int, quarter: int | None) -> int | None:
             continue
         span = _span(h)
         if quarter is None:
-            inside = t.quarterly and any(_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]],
-                                                         t.fiscal)[1] != 4 for m in _DATED.finditer(h))
+            inside = t.quarterly and any(q != 4 for _, q in _dated_quarters(h, t.fiscal))
             if span in (None, 12) and not inside and year in fiscal_years(h, t.fiscal):
                 hits.append(i)
             continue
         if span not in (None, 3):
             continue
-        dated = list(_DATED.finditer(h))
+        dated = _dated_quarters(h, t.fiscal)
         named = _QUARTER_CELL.search(h)
         if dated:
-            ok = any(_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]], t.fiscal)
-                     == (year, quarter) for m in dated)
+            ok = (year, quarter) in dated
         elif named:
-            ok = (int(named.group(1)) if named.group(1) else _ORDINALS[named.group(3).lower()],
+            ok = (int(named.group(1)) if named.group(1) else ORDINALS[named.group(3).lower()],
                   int(named.group(2) or named.group(4))) == (quarter, year)
         else:
             ok = year in fiscal_years(h, None) and quarter_asked(t.title) == quarter and t.quarterly
@@ -621,8 +622,7 @@ class Computed:
     quarters: tuple[tuple[int, int], ...] = ()  # (year, its fiscal quarter) where a quarter of it was asked
 
     def _when(self, year: int) -> str:
-        quarter = dict(self.quarters).get(year)
-        return f"Q{quarter} {year}" if quarter else str(year)
+        return _when(year, dict(self.quarters))
 
     def _shown(self, value: float, decimals: int | None) -> str:
         number = format_number(value) if decimals is None else f"{value:,.{decimals}f}"
@@ -667,6 +667,11 @@ class Computed:
                 "operands": [{"row": f.label, "column": f.column, "cell": f.cell, "value": f.value,
                               "unit": f.unit, "page": f.page, "chunk_id": str(f.chunk.chunk_id),
                               "concept": f.concept} for f in self.facts]}
+
+
+def _when(year: int, quarters: Mapping[int, int]) -> str:
+    """A period as an answer names it: "2023", or "Q2 2023" where a quarter of the year was asked."""
+    return f"Q{quarters[year]} {year}" if year in quarters else str(year)
 
 
 def unique(facts: Sequence[Fact]) -> list[Fact]:
@@ -771,9 +776,6 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     years = years_asked(question)
     quarters = quarters_asked(original or question)
     held = tuple(sorted(quarters.items()))
-
-    def when(year: int) -> str:
-        return f"Q{quarters[year]} {year}" if year in quarters else str(year)
     if (metric is None and concept is None) or not years:
         return None
     item = False  # the line item itself compared between two years (no metric): what lacks leaves it to passages
@@ -789,7 +791,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
         else:
             fact = find(tables, concept, years[-1], hint, quarters.get(years[-1]))
             if fact is None:
-                return Missing(concept, (f"{concept.replace('_', ' ')} for {when(years[-1])}",))
+                return Missing(concept, (f"{concept.replace('_', ' ')} for {_when(years[-1], quarters)}",))
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
     compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
@@ -804,7 +806,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             fact = find(tables, need, year + offset, hint, quarters.get(year))
             if fact is None:
                 if (need, offset) in metric.needs:
-                    missing.append(f"{need.replace('_', ' ')} for {when(year + offset)}")
+                    missing.append(f"{need.replace('_', ' ')} for {_when(year + offset, quarters)}")
                 continue
             values[(need, offset)] = fact.value
             facts.append(fact)

@@ -24,7 +24,7 @@ from ..errors import ModelNotAvailable, RerankerError
 
 MODEL = "ms-marco-MiniLM-L-12-v2-int8"
 MAX_WINDOWS = 4  # pairs per passage at most: with 256 tokens, a chunk's hard cap (800) fits in four windows
-SCORED = 2  # windows scored per passage: the head and the one sharing most words with the query
+SCORED = 2  # windows scored per passage at most: the head, and one sharing more words with the query than it
 OVERLAP = 32  # tokens each window repeats of the one before it (a sentence cut at a window's end is read whole)
 
 

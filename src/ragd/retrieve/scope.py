@@ -21,14 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..answer.question import FY, FY_SHORT
+from ..answer.question import FY, FY_SHORT, QUARTER_NAMED, quarter_number
 from ..issuers import core_name
 
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?'?((?:19|20)\d\d)\b"
                       r"|\b((?:19|20)\d\d)\s*Q([1-4])\b", re.IGNORECASE)
-_QUARTER_ONLY = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
-_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&.'\u2019-]*")
 _POSSESSIVE = re.compile(r"\b([A-Z][A-Za-z0-9&.-]{1,30})['\u2019]s\b")
 COVERS_BACK = 2  # a filing of fiscal year Y also reports Y-1 and Y-2 (its comparatives)
@@ -97,10 +95,8 @@ def quarter_of(question: str) -> int | None:
     m = _QUARTER.search(question)
     if m:
         return int(m.group(1) or m.group(4))
-    m = _QUARTER_ONLY.search(question)
-    if m:
-        return int(m.group(1)) if m.group(1) else _ORDINAL[m.group(2).lower()]
-    return None
+    m = QUARTER_NAMED.search(question)
+    return quarter_number(m) if m else None
 
 
 def _aliases(h: Held) -> tuple[list[str], list[str], list[str]]:

@@ -985,11 +985,12 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
     return _periods_over_tables(blocks)
 
 
+_MONTH_DAY = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"  # "May 31", "Aug. 29"
 # a period as a statement's column header writes it: "August 29, 2021", "Fiscal 2021", "Year Ended May 31, 2019"
 _PERIOD_LABEL = re.compile(
     r"^(?:(?:fiscal\s+)?(?:years?|quarters?|(?:three|six|nine|twelve|\d{1,2}|thirteen|fifty-two|fifty-three)"
-    r"(?:\s+|-)(?:months?|weeks?))\s+ended\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
-    r"\d{1,2},?\s+(?:19|20)\d\d$|^(?:fiscal\s+(?:year\s+)?)?(?:19|20)\d\d$", re.IGNORECASE)
+    rf"(?:\s+|-)(?:months?|weeks?))\s+ended\s+)?{_MONTH_DAY},?\s+(?:19|20)\d\d$"
+    r"|^(?:fiscal\s+(?:year\s+)?)?(?:19|20)\d\d$", re.IGNORECASE)
 _HAS_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
@@ -1019,8 +1020,7 @@ def _periods_over_tables(blocks: list[Block]) -> list[Block]:
 _FIGURE_CELL = re.compile(r"^\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?$")
 
 
-_DAY = re.compile(r"\b((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}),?\s+(?:19|20)\d\d",
-                  re.IGNORECASE)
+_DAY = re.compile(rf"\b({_MONTH_DAY}),?\s+(?:19|20)\d\d", re.IGNORECASE)
 
 
 def _years_over(line: Block, table: Block) -> Block:
