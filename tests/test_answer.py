@@ -255,3 +255,26 @@ def test_a_quoted_table_row_keeps_every_header_row_above_it() -> None:
         "Cash; December 31, 2019: 12; December 31, 2018: 14"]
     plain = "| Country | Days |\n|---|---|\n| Germany | 30 |\n| France | 28 |"  # one header row: as before
     assert pieces(_quotable(plain, "table")) == ["Country: Germany; Days: 30", "Country: France; Days: 28"]
+
+
+def test_a_quote_must_answer_the_form_of_a_choice_or_a_kind_question() -> None:
+    """Issue 57: "which segment had the highest net income?" was answered with a footnote about allocating income,
+    and "is 3M a capital-intensive business?" with a sentence about divesting businesses. A question choosing by a
+    measure is answered by a sentence that ranks or compares (or by table rows), one asking whether its subject is of
+    a kind by a sentence speaking of that kind; else nothing is quoted (and ask abstains)."""
+    from ragd.answer.extractive import extract
+
+    notes = _quotable("The Firm changed its methodology for allocating income to its segments. "
+                      "Corporate and Investment Bank reported net income of $3.7 billion for the quarter.")
+    assert extract("Which segment had the highest net income in the quarter?", [notes]).text == ""
+    ranked = _quotable("The Firm changed its methodology for allocating income to its segments. "
+                       "Corporate and Investment Bank reported the highest net income of the segments, $3.7 billion.")
+    assert "the highest net income" in extract("Which segment had the highest net income?", [ranked]).text
+    rows = _quotable("| Segment | Net income |\n|---|---|\n| Corporate | (174) |\n| Investment Bank | 3,725 |", "table")
+    assert "Investment Bank" in extract("Which segment had the highest net income?", [rows]).text
+    divest = _quotable("3M may divest businesses based upon review of its portfolio and capital deployment.")
+    assert extract("Is 3M a capital-intensive business based on FY2022 data?", [divest]).text == ""
+    said = _quotable("Our business is capital intensive: property and equipment are a third of our assets.")
+    assert "capital intensive" in extract("Is 3M a capital-intensive business based on FY2022 data?", [said]).text
+    # other questions as before: a sentence sharing the question's words is quoted
+    assert "net income" in extract("What was the net income of the Investment Bank?", [notes]).text

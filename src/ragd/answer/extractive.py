@@ -118,6 +118,38 @@ _GIVES_CAUSE = re.compile(r"\b(?:due\s+(?:primarily\s+|mainly\s+|largely\s+)?to|
                           r"attributable\s+to|result(?:ed|ing)?\s+from|offset\s+by|owing\s+to|led\s+by)\b",
                           re.IGNORECASE)
 CAUSE_SHARE = 0.25  # a sentence giving a reason leads when it scores at least this share of the best one
+# A question asking which of several stands first by a measure ("which segment had the highest net income"), and
+# the wording that ranks or compares: only a sentence that does answers it (a table's rows, side by side, too).
+_SUPERLATIVE = (r"highest|lowest|largest|smallest|biggest|greatest|most|least|best|worst|fastest|slowest|strongest|"
+                r"weakest")
+_ASKS_CHOICE = re.compile(rf"\b(?:which|what)\b[^?]{{0,160}}?\b(?:{_SUPERLATIVE})\b", re.IGNORECASE)
+_COMPARES = re.compile(rf"\b(?:{_SUPERLATIVE}|top|leading|led\s+by|majority|more|less|fewer|greater|higher|lower|"
+                       r"larger|smaller|exceed(?:s|ed|ing)?|outpac(?:e|ed|ing)|\w+er\s+than)\b", re.IGNORECASE)
+# A question asking whether its subject is of a kind ("Is 3M a capital-intensive business?", "Are its financials
+# that of a high growth company?"): a sentence answers it only if it speaks of that kind (its modifiers: "capital
+# intensive", "high growth"); one about the subject's other doings does not.
+_ASKS_KIND = re.compile(r"^\W*(?:is|are|was|were)\b.{1,80}?\b(?:an?|that\s+of\s+an?|considered(?:\s+an?)?)\s+"
+                        r"(?P<kind>[^?,]+?)(?:\s+(?:based\s+on|in|as\s+of|for|during|given|according\s+to)\b[^?]*)?"
+                        r"\s*(?:\?|$)", re.IGNORECASE)
+
+
+def _kind_words(question: str) -> frozenset[str]:
+    """The words a sentence must hold to say whether the subject is of the kind asked: the kind's words but its
+    head noun ("capital-intensive business": capital, intensive); none for a question of another form."""
+    m = _ASKS_KIND.match(question)
+    if not m:
+        return frozenset()
+    kind = [w for w in tokens(m.group("kind")) if w not in STOP]
+    return frozenset(kind[:-1]) if len(kind) > 1 else frozenset()
+
+
+def _answers_form(piece: str, table_row: bool, choice: bool, kind: frozenset[str]) -> bool:
+    """Whether a piece can answer the question's form: a choice by a measure is answered by a sentence that ranks
+    or compares (or by table rows), a question of kind by a sentence holding the kind's words."""
+    if choice and not (table_row or _COMPARES.search(piece)):
+        return False
+    held = {w[:5] for w in tokens(piece)}
+    return all(w[:5] in held for w in kind)  # a word's first five letters: "intensive" and "intensity" alike
 
 
 def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,
@@ -126,6 +158,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
     best = 0.0
     terms = set(tokens(question)) - STOP
     why = bool(_ASKS_CAUSE.search(question))
+    choice, kind = bool(_ASKS_CHOICE.search(question)), _kind_words(question)
     for n, chunk in enumerate(context[:max_chunks]):
         units = pieces(chunk)
         if not units:
@@ -140,6 +173,9 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             top = max(scores)
             scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
                       for x, u in zip(scores, units)]
+        if choice or kind:  # a piece that cannot answer the question's form is never quoted
+            rows = chunk.chunk_type == "table"
+            scores = [x if _answers_form(u, rows, choice, kind) else 0.0 for x, u in zip(scores, units)]
         order = sorted(range(len(units)), key=lambda i: (-scores[i], i))
         if n == 0:  # the best piece, and the runner-up unless it scores far below (a quarter)
             take = order[:1] + [i for i in order[1:2] if scores[i] >= scores[order[0]] / 4]
