@@ -24,6 +24,7 @@ from .answer.abstain import ABSTAIN_ANSWER, declines, judge
 from .answer.answerable import Judgement, Limits, constraints, content_stems, stem
 from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
+from .answer.choice import choose
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
@@ -1337,13 +1338,18 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: Co
     set apart; the arithmetic reads the whole question). After a rerank only chunks the cross-encoder itself
     judged relevant enough may be quoted, and it scores the sentences; when the answerability checks ran, only the
     chunks that passed them (`supported`). A computation asked of a document the question `named` (an issuer's
-    filing) that cannot be done is an abstention saying why: the rows near it are another period's or item's."""
+    filing) that cannot be done is an abstention saying why: the rows near it are another period's or item's. A
+    question choosing among several by a measure is answered from a table showing them all (answer.choice)."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     quotable = [c for c in context if c.rerank_score is not None
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
     if supported is not None:
         quotable = [c for c in quotable if c.chunk_id in supported]
+    chosen = choose(asked, quotable, statements.years_asked(asked))
+    if chosen is not None:  # which of several stands first by a measure, from a table showing them all
+        checked = check(chosen.sentence(), context)
+        return _Written(checked.text, checked.cited, checked.invalid, calculation=chosen.as_dict())
     calc = compute(question, quotable)
     if isinstance(calc, Calculation):
         checked = check(calc.sentence(), context)

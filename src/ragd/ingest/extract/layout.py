@@ -972,6 +972,13 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
             row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)), *[block.page] * len(more)]
             blocks[-1] = replace(prev, text=table_text(prev.header, merged), rows=merged,
                                  meta={**prev.meta, "pages": pages_, "boxes": boxes, "row_pages": row_pages})
+        elif blocks and block.type == "table" and blocks[-1].type == "table" and _heads(blocks[-1], block):
+            prev = blocks[-1]
+            rows = (*prev.rows, block.header, *block.rows)
+            row_pages = [*prev.meta.get("row_pages", [prev.page] * len(prev.rows)),
+                         *[block.page] * (len(block.rows) + 1)]
+            blocks[-1] = replace(prev, text=table_text(prev.header, rows), rows=rows,
+                                 meta={**_more_boxes(prev, block), "row_pages": row_pages})
         elif blocks and block.type == "paragraph" and blocks[-1].type in ("paragraph", "list") and _joins(
             blocks[-1], block
         ):
@@ -1078,6 +1085,19 @@ def _continues(prev: Block, block: Block) -> bool:
     if block.page is None or prev.page is None or block.page <= max(prev.meta.get("pages", [prev.page])):
         return False
     return block.header == prev.header and len(block.header) == len(prev.header)
+
+
+def _heads(prev: Block, block: Block) -> bool:
+    """A table of header rows alone (a few rows of names and years, no figure: "| Consumer Banking | | | Corporate
+    Bank |" over "| (in millions) | 2021 | 2020 | Change |") right above, on the same page, a table as wide whose
+    first row is figures: the header was set apart from its body by a gap, and is one table with it."""
+    if prev.page != block.page or len(prev.header) != len(block.header) or len(prev.rows) > 3:
+        return False
+    heads = [prev.header, *prev.rows]
+    if any(_FIGURE_CELL.match(c.strip().replace("$", "").strip()) and not _HAS_YEAR.fullmatch(c.strip())
+           for row in heads for c in row[1:]):
+        return False
+    return any(_FIGURE_CELL.match(c.strip().replace("$", "").strip()) for c in block.header[1:] if c.strip())
 
 
 def _joins(prev: Block, block: Block) -> bool:

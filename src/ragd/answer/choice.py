@@ -1,0 +1,219 @@
+"""Which of several stands first by a measure, read from one table: "which segment had the lowest net revenue in
+2021", "which derivative instrument had the highest notional value", "among operating, investing and financing
+activities, which brought in the most cash".
+
+A table gives the options in one of two ways:
+- side by side: a spanning header names groups of columns ("Consumer Banking | | | Investment Bank | | |" over
+  "2021 | 2020 | Change | 2021 | ..."); the row the measure names ("Total net revenue") holds each group's figure,
+  in the group's column of the year asked (its first column when no year is asked);
+- one a row: the rows the question names ("operating", "investing", "financing"), or, when it names none, every
+  row of a table whose title or header holds the measure ("notional amounts of our derivative instruments"), in the
+  year's column.
+A total is never an option. The answer names the first option and gives every option's figure, its cells cited;
+what no table shows this way is left to the quoted sentences (which must then rank or compare: `extractive`).
+The patterns are of English (superlatives, lists), not of any collection."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..embed.hashing import tokens
+from ..types import Candidate
+from .arithmetic import parse_number
+from .extractive import STOP, table_lines
+
+_MOST = ("highest", "largest", "biggest", "greatest", "most", "best", "strongest", "fastest")
+_LEAST = ("lowest", "smallest", "least", "worst", "weakest", "slowest")
+_ASKS = re.compile(
+    rf"\b(?:which|what)\b[^?]{{0,160}}?\b(?P<sup>{'|'.join(_MOST + _LEAST)})\s+(?:\([^)]*\)\s*)?"
+    r"(?P<measure>[^?,.()]+?)(?=\s+(?:in|for|of|during|among|at|as|on|by|between|from|than|over|within|across|"
+    r"and|or|while|when|compared)\b|\s*[?,.(]|$)", re.IGNORECASE)
+_AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P<list>[^?]+?),\s*(?:which|what)\b",
+                    re.IGNORECASE)
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
+# words that say what kind of thing an option is, not which one ("operating activities": operating)
+_GENERIC = frozenset("activities activity segment segments business businesses unit units line lines category "
+                     "categories one cash flow flows total".split())
+_TOTAL = re.compile(r"^\s*(?:total|consolidated|firm|all\b)|\btotals?\b|\beliminations?\b", re.IGNORECASE)
+_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+
+
+@dataclass(frozen=True)
+class Asked:
+    most: bool  # the highest (True) or the lowest
+    measure: frozenset[str]  # the measure's words ("net revenue")
+    options: tuple[frozenset[str], ...]  # the options the question lists, each by its telling words; () if none
+    superlative: str
+    said: str  # the measure as the question says it
+
+
+def _words(text: str) -> frozenset[str]:
+    """Content words cut to five letters ("operations" and "operating" alike)."""
+    return frozenset(w[:5] for w in tokens(text) if w not in STOP and not w.isdigit())
+
+
+def asked(question: str) -> Asked | None:
+    m = _ASKS.search(question)
+    if not m:
+        return None
+    measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional
+    options: tuple[frozenset[str], ...] = ()
+    among = _AMONG.search(question)
+    if among:
+        parts = [p for p in _LIST_SPLIT.split(among.group("list").strip()) if p.strip()]
+        named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
+        options = named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
+    sup = m.group("sup").lower()
+    return Asked(sup in _MOST, measure, options, sup, m.group("measure").strip())
+
+
+@dataclass(frozen=True)
+class Chosen:
+    asked: Asked
+    measure: str  # the row or the table's title the figures are of
+    column: str  # the period's column
+    options: tuple[tuple[str, str, float], ...]  # (option, cell as printed, value), the table's order
+    chunk: Candidate
+    parts: tuple[Candidate, ...] = ()  # the other parts of a table set in several, whose options are added
+
+    @property
+    def first(self) -> tuple[str, str, float]:
+        pick = max if self.asked.most else min
+        return pick(self.options, key=lambda o: o[2])
+
+    def sentence(self) -> str:
+        name, cell, _ = self.first
+        others = "; ".join(f"{o}: {c}" for o, c, _ in self.options)
+        when = f", {self.column}" if self.column else ""
+        cited = " ".join(f"[chunk:{c.chunk_id}]" for c in (self.chunk, *self.parts))
+        return (f"{name} had the {self.asked.superlative} {self.measure}{when}: {cell} (of {len(self.options)}: "
+                f"{others}) {cited}")
+
+    def as_dict(self) -> dict[str, object]:
+        name, _, value = self.first
+        return {"operation": "choice", "result": value, "chosen": name, "measure": self.measure,
+                "column": self.column, "options": [{"option": o, "cell": c, "value": v} for o, c, v in self.options],
+                "chunk_ids": [str(c.chunk_id) for c in (self.chunk, *self.parts)]}
+
+
+def _rows(content: str) -> list[list[str]]:
+    lines = table_lines(content)
+    framed = all(line.strip().startswith("|") and line.strip().endswith("|") for line in lines)
+    return [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]
+
+
+def _figure(cell: str) -> float | None:
+    return parse_number(cell.replace("$", "").strip()) if cell.strip() else None
+
+
+def _header_rows(rows: list[list[str]]) -> int:
+    """How many rows lead the table without a figure (years are labels)."""
+    n = 0
+    while n < len(rows) and not any(_figure(c) is not None and not _YEAR.fullmatch(c.strip()) for c in rows[n][1:]):
+        n += 1
+    return n
+
+
+def _year_column(cells: Sequence[str], span: range, years: Sequence[int]) -> int | None:
+    """Within a span of columns, the one headed by the year asked (the first year column when none is asked)."""
+    named = [i for i in span if i < len(cells) and _year_of(cells[i]) is not None]
+    if not years:
+        return named[0] if named else span.start
+    hits = [i for i in named if _year_of(cells[i]) == years[0]]
+    return hits[0] if hits else None
+
+
+def _year_of(cell: str) -> int | None:
+    m = _YEAR.search(cell)
+    return int(m.group(1)) if m else None
+
+
+def _side_by_side(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Sequence[int]) -> Chosen | None:
+    heads = _header_rows(rows)
+    if heads < 2:
+        return None
+    top, under = rows[0], rows[heads - 1]
+    starts = [i for i, c in enumerate(top) if i and c.strip()]
+    if len(starts) < 2:
+        return None
+    spans = [range(s, e) for s, e in zip(starts, [*starts[1:], len(top)])]
+    measured = [r for r in rows[heads:] if r and ask.measure and ask.measure <= _words(r[0])]
+    if not measured:
+        return None
+    row = min(measured, key=lambda r: len(_words(r[0])))  # "Total net revenue" before a longer label
+    options = []
+    for span in spans:
+        name = top[span.start].strip()
+        col = _year_column(under, span, years)
+        value = _figure(row[col]) if col is not None and col < len(row) else None
+        if _TOTAL.search(name) or value is None:
+            continue
+        options.append((name, row[col].replace("$", "").strip(), value))  # type: ignore[index]
+    if len(options) < 2:
+        return None
+    column = under[_year_column(under, spans[0], years) or spans[0].start] if years else ""
+    return Chosen(ask, row[0], column.strip(), tuple(options), chunk)
+
+
+def _one_a_row(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Sequence[int]) -> Chosen | None:
+    heads = max(1, _header_rows(rows))
+    header = [" ".join(r[i] for r in rows[:heads] if i < len(r) and r[i].strip()) for i in range(len(rows[0]))]
+    body = [r for r in rows[heads:] if r and r[0].strip()]
+    title = _words(" ".join([*chunk.heading_path, header[0]]))
+    col = None
+    if years:
+        at = [i for i, h in enumerate(header) if i and _year_of(h) == years[0]]
+        col = at[0] if len(at) == 1 else None
+    else:
+        figures = [i for i in range(1, len(header)) if any(i < len(r) and _figure(r[i]) is not None for r in body)]
+        col = figures[0] if figures else None
+    if col is None:
+        return None
+    if ask.options:  # the rows the question names, one each
+        picked = []
+        for option in ask.options:
+            named = [r for r in body if option <= _words(r[0]) and not _TOTAL.search(r[0])]
+            if len(named) != 1:
+                return None
+            picked.append(named[0])
+    elif ask.measure and ask.measure <= title | _words(" ".join(header)):
+        picked = [r for r in body if not _TOTAL.search(r[0])]
+    else:
+        return None
+    options = [(r[0], r[col].replace("$", "").strip(), v) for r in picked
+               if col < len(r) and (v := _figure(r[col])) is not None]
+    if len(options) < 2 or len(options) != len(picked):
+        return None
+    return Chosen(ask, ask.said, header[col].strip(), tuple(options), chunk)
+
+
+def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = ()) -> Chosen | None:
+    """The option the question asks for, from the first table of the context that shows its options (side by
+    side, or one a row); None when the question asks no choice or no table shows one. A side-by-side table set
+    in several parts on one page (three segments, then two more and the total) gives the options of every part
+    of it the context holds."""
+    ask = asked(question)
+    if ask is None:
+        return None
+    tables = [(c, rows) for c in context if c.chunk_type == "table"
+              and len(rows := _rows(c.content)) >= 3 and len(rows[0]) >= 2]
+    for chunk, rows in tables:
+        side = _side_by_side(ask, chunk, rows, years)
+        if side is not None:
+            parts = [found for c, r in tables if c is not chunk and (c.doc_id, _page(c)) == (chunk.doc_id, _page(chunk))
+                     and (found := _side_by_side(ask, c, r, years)) is not None and found.column == side.column]
+            held = {o[0] for o in side.options}
+            more = [o for part in parts for o in part.options if o[0] not in held]
+            return dataclasses.replace(side, options=(*side.options, *more), parts=tuple(p.chunk for p in parts))
+        found = _one_a_row(ask, chunk, rows, years)
+        if found is not None:
+            return found
+    return None
+
+
+def _page(chunk: Candidate) -> object:
+    pages = chunk.metadata.get("pages") or [None]
+    return pages[0]
