@@ -277,11 +277,58 @@ def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> di
     d.table("Consolidated Statements of Cash Flows", cols3,
             [(k, [issuer.years[y][k] for y in (year, year - 1, year - 2)]) for k in CASH], "(In millions)")
     d.next_page()
+    pages["segments"] = d.page
+    draw_segments(d, issuer, year)
     d.line("Notes to Consolidated Financial Statements", bold=True)
     d.paragraph(f"Note 1. Summary of significant accounting policies. Our fiscal year ends on {when}. The "
                 "consolidated financial statements include the accounts of the Company and its subsidiaries.")
     d.save()
     return pages
+
+
+SEGMENT_ITEMS = ["net sales", "operating income", "depreciation and amortization",
+                 "purchases of property and equipment", "total assets"]
+
+
+def segments(issuer: Issuer, year: int) -> dict[str, dict[str, float]]:
+    """The issuer's three segments' figures in a year (their sums are the totals); from
+    their own random stream, so the statements' figures are the same with or without them."""
+    rng = random.Random(f"{issuer.name}-segments")
+    names = rng.sample(SEGMENTS, 3)
+    rng = random.Random(f"{issuer.name}-{year}")
+    out: dict[str, dict[str, float]] = {}
+    left = {item: abs(issuer.years[year][item]) for item in SEGMENT_ITEMS}
+    for n, name in enumerate(names):
+        share = rng.uniform(0.15, 0.5)
+        out[name] = {k: v - sum(o[k] for o in out.values()) if n == 2 else round(v * share) for k, v in left.items()}
+    return out
+
+
+def draw_segments(d: Doc, issuer: Issuer, year: int) -> None:
+    """The segment note: the segments side by side under their names, two years each, and the total; the header's
+    two rows set a line apart from the figures."""
+    now, before = segments(issuer, year), segments(issuer, year - 1)
+    groups = [*now, "Total"]
+    d.line("Segment Information", bold=True, size=issuer.size + 1.5)
+    d.line("(In millions)")
+    width = 44.0
+    xs = [LETTER[0] - 50 - width * (2 * len(groups) - 1 - i) for i in range(2 * len(groups))]
+    d.pdf.setFont(issuer.font, issuer.size)
+    for g, name in enumerate(groups):
+        d.pdf.drawCentredString((xs[2 * g] + xs[2 * g + 1]) / 2 - 10, d.y, name)
+    d.y -= issuer.size * 1.5
+    for i, x in enumerate(xs):
+        d.pdf.drawRightString(x, d.y, str(year - i % 2))
+    d.y -= issuer.size * 2.4  # a gap: the header stands apart from the figures
+    for item in SEGMENT_ITEMS:
+        label = "capital expenditures" if item.startswith("purchases") else item
+        d.pdf.drawString(50, d.y, label[:1].upper() + label[1:])
+        values = [v for name in now for v in (now[name][item], before[name][item])]
+        values += [abs(issuer.years[year][item]), abs(issuer.years[year - 1][item])]
+        for x, v in zip(xs, values):
+            d.pdf.drawRightString(x, d.y, money(v))
+        d.y -= issuer.size * 1.6
+    d.y -= 10
 
 
 # how analysts name a line item (the questions' words) -> the statement's line
@@ -319,6 +366,11 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
                 f"{issuer.short}? Answer in units of percents and round to one decimal place.", f"{capex:.1f}%", "cash")
             add(issuer, year, "reason", f"What drove the change in {issuer.short}'s net sales in FY{year}?",
                 issuer.reasons[year].replace("{seg}", ""), "mdna")
+            item, most = [("operating income", True), ("net sales", False)][year % 2]
+            parts = segments(issuer, year)
+            first = (max if most else min)(parts, key=lambda name: parts[name][item])
+            add(issuer, year, "choice", f"Which of {issuer.short}'s segments had the {'highest' if most else 'lowest'} "
+                f"{item} in FY{year}?", first, "segments")
     for name in unheld:
         out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": None, "question_type": "unheld",
                     "question": f"What is {name}'s FY{years[-1]} capital expenditure? Answer in USD millions.",

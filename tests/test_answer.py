@@ -272,6 +272,8 @@ def test_a_quote_must_answer_the_form_of_a_choice_or_a_kind_question() -> None:
     assert "the highest net income" in extract("Which segment had the highest net income?", [ranked]).text
     rows = _quotable("| Segment | Net income |\n|---|---|\n| Corporate | (174) |\n| Investment Bank | 3,725 |", "table")
     assert "Investment Bank" in extract("Which segment had the highest net income?", [rows]).text
+    one = _quotable("| Segment | Net income |\n|---|---|\n| Corporate | (174) |", "table")
+    assert extract("Which segment had the highest net income?", [one]).text == ""  # one row compares nothing
     divest = _quotable("3M may divest businesses based upon review of its portfolio and capital deployment.")
     assert extract("Is 3M a capital-intensive business based on FY2022 data?", [divest]).text == ""
     said = _quotable("Our business is capital intensive: property and equipment are a third of our assets.")

@@ -348,7 +348,7 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
                       "--json"], cli_env, timeout=600)
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["figures"]
-    assert figures["questions"] == 24 and figures["unanswerable"] == 2
+    assert figures["questions"] == 30 and figures["unanswerable"] == 2
     assert figures["filing@1"] >= 0.9  # the right issuer and year among six look-alikes
     assert figures["unanswerable_abstained"] == 1.0
     assert figures["correct"] >= 0.6 and figures["wrong"] <= 0.1
@@ -356,9 +356,12 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
     assert {"embed", "lexical", "generate"} <= set(stages) and all(v >= 0 for v in stages.values())
     with open(tmp_path / "filings_per_query.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 26 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
+    assert len(rows) == 32 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
     lookups = [r for r in rows if r["kind"] == "lookup"]
     assert all(r["cited_pages"] for r in lookups if r["verdict"] == "correct")
+    # which segment stands first: read from the segment note's table, the first option named is the right one
+    choices = [r for r in rows if r["kind"] == "choice"]
+    assert len(choices) == 6 and sum(r["answer"].startswith(r["gold"]) for r in choices) >= 5, choices
 
 
 def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filings: Path,
@@ -458,3 +461,49 @@ def test_period_labels_set_above_a_table_become_its_header() -> None:
     headings = [Block("heading", "2021", page=3), Block("heading", "Results", page=3),
                 Block("table", "", page=3, header=("Item", "2021", "2020"), rows=(("Sales", "1", "2"),))]
     assert _periods_over_tables(headings) == headings  # a header naming its periods is left alone
+
+
+def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_which_segment() -> None:
+    """Issue 57: "which of JPM's segments had the lowest net revenue in Q1 2021" was answered with the firm's net
+    income. The segment table's header rows were read as a table of their own (a gap above the figures), and its
+    five segments are set in two parts on one page: the header joins its body, and both parts give options."""
+    from ragd.answer.choice import asked, choose
+    from ragd.ingest.extract.layout import PageText, finish
+
+    def part(groups: list[str], revenue: list[str], income: list[str]) -> list[tuple[Block, float, bool]]:
+        top = ("Three months ended March 31,", *(c for g in groups for c in (g, "", "")))
+        years = ("(in millions)", *(["2021", "2020", "Change"] * len(groups)))
+        heads = Block("table", "", page=19, header=top, rows=(years,))
+        body = Block("table", "", page=19, header=("Total net revenue", *revenue), rows=(("Net income", *income),))
+        return [(heads, 9.0, False), (body, 9.0, False)]
+
+    first = part(["Consumer Banking", "Investment Bank", "Commercial Banking"],
+                 ["$ 12,517", "$ 13,287", "(6)%", "$ 14,605", "$ 10,003", "46%", "$ 2,393", "$ 2,165", "11%"],
+                 ["6,728", "197", "NM", "5,740", "1,985", "189", "1,168", "139", "NM"])
+    second = part(["Wealth Management", "Corporate", "Total"],
+                  ["$ 4,077", "$ 3,389", "20%", "$ (473) $", "166", "NM", "$ 33,119", "$ 29,010", "14%"],
+                  ["1,244", "669", "86", "(580)", "(125)", "(364)", "14,300", "2,865", "399"])
+    blocks = finish([PageText(19, [*first, *second])])
+    assert [b.type for b in blocks] == ["table", "table"]  # each header with its body
+    assert blocks[0].rows[1][0] == "Total net revenue" and blocks[0].meta["row_pages"] == [19, 19, 19]
+    body, size, bold = first[1]
+    apart = finish([PageText(19, first[:1]), PageText(20, [(dataclasses.replace(body, page=20), size, bold)])])
+    assert len(apart) == 2  # a header on another page is not this table's
+    chunks = [dataclasses.replace(_chunk(b.text, page=19), doc_id=uuid.UUID(int=5)) for b in blocks]
+    question = "Which of JPM's business segments had the lowest net revenue in 2021 Q1?"
+    got = choose(question, chunks, [2021])
+    assert got is not None and got.first == ("Corporate", "(473)", -473.0)  # the second part's option, not a total
+    assert [o[0] for o in got.options] == ["Consumer Banking", "Investment Bank", "Commercial Banking",
+                                           "Wealth Management", "Corporate"]
+    assert got.as_dict()["chunk_ids"] == [str(c.chunk_id) for c in chunks]
+    highest = choose("In 2022 Q2, which of its segments had the highest net income?", chunks, [2021])
+    assert highest is not None and highest.first[0] == "Consumer Banking"
+    assert choose(question, chunks, [2019]) is None  # no column of the year asked: nothing is chosen
+    cash = _chunk("Consolidated Statements of Cash Flows (In millions) | 2023 | 2022\n"
+                  "Cash provided by operations | 5,841 | 5,188\nCash provided by investing activities | 564 | (1,524)\n"
+                  "Cash used by financing activities | (7,447) | (4,836)\nNet change in cash | (1,042) | (1,172)")
+    among = "Among operations, investing, and financing activities, which brought in the most cash flow in FY2023?"
+    assert [sorted(o) for o in asked(among).options] == [["opera"], ["inves"], ["finan"]]  # type: ignore[union-attr]
+    picked = choose(among, [cash], [2023])
+    assert picked is not None and picked.first[0] == "Cash provided by operations" and len(picked.options) == 3
+    assert choose("What was the cash provided by operations in 2023?", [cash], [2023]) is None  # no choice asked

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any, overload
 
 from . import ids
-from .answer import PROMPT_VERSION, Budget, render, select, statements
+from .answer import PROMPT_VERSION, Budget, choice, render, select, statements
 from .answer.abstain import ABSTAIN_ANSWER, declines, judge
 from .answer.answerable import Judgement, Limits, constraints, content_stems, stem
 from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
-from .answer.choice import choose
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
@@ -1266,7 +1265,8 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
     """A line item or metric of the document the question names (answer.statements), read from its statements'
     tables: only where the question names an issuer the collection holds (which document's statements is then
     known); its documents tried in the order of `statement_documents`."""
-    if statements.asked(read.text) == (None, None) or not statements.years_asked(read.text):
+    if (statements.asked(read.text) == (None, None) or not statements.years_asked(read.text)
+            or choice.asked(read.text) is not None):  # "which segment had the highest X": not the total's X
         return None
     started = time.perf_counter()
     hint = statements.statement_hint(read.instructions)
@@ -1346,7 +1346,7 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: Co
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
     if supported is not None:
         quotable = [c for c in quotable if c.chunk_id in supported]
-    chosen = choose(asked, quotable, statements.years_asked(asked))
+    chosen = choice.choose(asked, quotable, statements.years_asked(asked))
     if chosen is not None:  # which of several stands first by a measure, from a table showing them all
         checked = check(chosen.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=chosen.as_dict())

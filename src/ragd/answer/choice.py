@@ -135,10 +135,12 @@ def _side_by_side(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Se
     heads = _header_rows(rows)
     if heads < 2:
         return None
-    top, under = rows[0], rows[heads - 1]
-    starts = [i for i, c in enumerate(top) if i and c.strip()]
-    if len(starts) < 2:
+    under = rows[heads - 1]
+    named = [r for r in rows[:heads - 1] if sum(1 for c in r[1:] if c.strip() and not _YEAR.search(c)) >= 2]
+    if not named:
         return None
+    top = named[-1]  # the row naming the groups, over the row of years
+    starts = [i for i, c in enumerate(top) if i and c.strip()]
     spans = [range(s, e) for s, e in zip(starts, [*starts[1:], len(top)])]
     measured = [r for r in rows[heads:] if r and ask.measure and ask.measure <= _words(r[0])]
     if not measured:
@@ -162,7 +164,7 @@ def _one_a_row(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Seque
     heads = max(1, _header_rows(rows))
     header = [" ".join(r[i] for r in rows[:heads] if i < len(r) and r[i].strip()) for i in range(len(rows[0]))]
     body = [r for r in rows[heads:] if r and r[0].strip()]
-    title = _words(" ".join([*chunk.heading_path, header[0]]))
+    title = _words(" ".join([*chunk.heading_path[-1:], *header]))
     col = None
     if years:
         at = [i for i, h in enumerate(header) if i and _year_of(h) == years[0]]
@@ -179,8 +181,8 @@ def _one_a_row(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Seque
             if len(named) != 1:
                 return None
             picked.append(named[0])
-    elif ask.measure and ask.measure <= title | _words(" ".join(header)):
-        picked = [r for r in body if not _TOTAL.search(r[0])]
+    elif ask.measure and ask.measure <= title and not any(ask.measure <= _words(r[0]) for r in body):
+        picked = [r for r in body if not _TOTAL.search(r[0])]  # the rows are options, the measure their title's
     else:
         return None
     options = [(r[0], r[col].replace("$", "").strip(), v) for r in picked

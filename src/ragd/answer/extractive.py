@@ -123,8 +123,9 @@ CAUSE_SHARE = 0.25  # a sentence giving a reason leads when it scores at least t
 _SUPERLATIVE = (r"highest|lowest|largest|smallest|biggest|greatest|most|least|best|worst|fastest|slowest|strongest|"
                 r"weakest")
 _ASKS_CHOICE = re.compile(rf"\b(?:which|what)\b[^?]{{0,160}}?\b(?:{_SUPERLATIVE})\b", re.IGNORECASE)
-_COMPARES = re.compile(rf"\b(?:{_SUPERLATIVE}|top|leading|led\s+by|majority|more|less|fewer|greater|higher|lower|"
-                       r"larger|smaller|exceed(?:s|ed|ing)?|outpac(?:e|ed|ing)|\w+er\s+than)\b", re.IGNORECASE)
+_COMPARES = re.compile(rf"\bthe\s+(?:{_SUPERLATIVE})\b|\b(?:{_SUPERLATIVE.replace('most|least|', '')}|top|leading|"
+                       r"led\s+by|majority|exceed(?:s|ed|ing)?|outpac(?:e|ed|ing)|(?:\w+er|more|less|fewer)\s+than)\b",
+                       re.IGNORECASE)  # "most" alone is also "most categories"
 # A question asking whether its subject is of a kind ("Is 3M a capital-intensive business?", "Are its financials
 # that of a high growth company?"): a sentence answers it only if it speaks of that kind (its modifiers: "capital
 # intensive", "high growth"); one about the subject's other doings does not.
@@ -187,4 +188,6 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
         if len(chosen) >= max_pieces:
             break
     chosen = chosen[:max_pieces]
+    if choice and len(chosen) < 2 and all(c.chunk_type == "table" for _, c, _ in chosen):
+        chosen = []  # one table row compares nothing
     return Extract(" ".join(f"{u} [chunk:{c.chunk_id}]" for u, c, _ in chosen), tuple(chosen))
