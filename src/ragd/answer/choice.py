@@ -24,6 +24,7 @@ from ..embed.hashing import tokens
 from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_lines
+from .statements import unit_of
 
 _MOST = ("highest", "largest", "biggest", "greatest", "most", "best", "strongest", "fastest")
 _LEAST = ("lowest", "smallest", "least", "worst", "weakest", "slowest")
@@ -77,6 +78,7 @@ class Chosen:
     column: str  # the period's column
     options: tuple[tuple[str, str, float], ...]  # (option, cell as printed, value), the table's order
     chunk: Candidate
+    unit: str = ""  # the table's ("million")
     parts: tuple[Candidate, ...] = ()  # the other parts of a table set in several, whose options are added
 
     @property
@@ -86,16 +88,18 @@ class Chosen:
 
     def sentence(self) -> str:
         name, cell, _ = self.first
+        unit = f" {self.unit}" if self.unit else ""
         others = "; ".join(f"{o}: {c}" for o, c, _ in self.options)
         when = f", {self.column}" if self.column else ""
         cited = " ".join(f"[chunk:{c.chunk_id}]" for c in (self.chunk, *self.parts))
-        return (f"{name} had the {self.asked.superlative} {self.measure}{when}: {cell} (of {len(self.options)}: "
+        return (f"{name} had the {self.asked.superlative} {self.measure}{when}: {cell}{unit} (of {len(self.options)}: "
                 f"{others}) {cited}")
 
     def as_dict(self) -> dict[str, object]:
         name, _, value = self.first
         return {"operation": "choice", "result": value, "chosen": name, "measure": self.measure,
-                "column": self.column, "options": [{"option": o, "cell": c, "value": v} for o, c, v in self.options],
+                "column": self.column, "unit": self.unit,
+                "options": [{"option": o, "cell": c, "value": v} for o, c, v in self.options],
                 "chunk_ids": [str(c.chunk_id) for c in (self.chunk, *self.parts)]}
 
 
@@ -209,11 +213,17 @@ def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = (
                      and (found := _side_by_side(ask, c, r, years)) is not None and found.column == side.column]
             held = {o[0] for o in side.options}
             more = [o for part in parts for o in part.options if o[0] not in held]
-            return dataclasses.replace(side, options=(*side.options, *more), parts=tuple(p.chunk for p in parts))
+            return dataclasses.replace(side, options=(*side.options, *more), parts=tuple(p.chunk for p in parts),
+                                       unit=_unit(chunk, rows))
         found = _one_a_row(ask, chunk, rows, years)
         if found is not None:
-            return found
+            return dataclasses.replace(found, unit=_unit(chunk, rows))
     return None
+
+
+def _unit(chunk: Candidate, rows: list[list[str]]) -> str:
+    """The unit the table's caption or heading states: in its rows without figures, or its last heading."""
+    return unit_of(" ".join([*(r[0] for r in rows[:_header_rows(rows) or 1]), *chunk.heading_path[-1:]]))
 
 
 def _page(chunk: Candidate) -> object:

@@ -362,9 +362,7 @@ class Table:
             header, body = table(chunk.content)
         title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
         statement = next((name for name, p in STATEMENTS.items() if p.search(title)), None)
-        unit_at = _UNIT.search(" ".join([header[0], *chunk.heading_path[-1:]]))
-        unit = {"thousands": "thousand", "millions": "million", "billions": "billion"}[unit_at.group(1).lower()] \
-            if unit_at else ""
+        unit = unit_of(" ".join([header[0], *chunk.heading_path[-1:]]))
         body = _sectioned(body)
         items = sum(1 for r in body if r and concept_of(r[0]) is not None)
         ident = chunk.metadata.get("identity") or {}
@@ -376,6 +374,12 @@ class Table:
             months = int(end[:4]) * 12 + int(end[5:7]) - 1 + (3 * (4 - int(quarter)) if quarter else 0)
             fiscal = (months % 12 + 1, int(ident["fiscal_year"]) - months // 12)
         return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal, bool(quarter), title)
+
+
+def unit_of(text: str) -> str:
+    """The unit a caption states ("(In millions, except per share data)": "million"); "" when none."""
+    m = _UNIT.search(text)
+    return {"thousands": "thousand", "millions": "million", "billions": "billion"}[m.group(1).lower()] if m else ""
 
 
 _PER_SHARE = re.compile(r"(?<!except\s)\bper\s+(?:common\s+|ordinary\s+)?share\b", re.IGNORECASE)
