@@ -507,3 +507,26 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     picked = choose(among, [cash], [2023])
     assert picked is not None and picked.first[0] == "Cash provided by operations" and len(picked.options) == 3
     assert choose("What was the cash provided by operations in 2023?", [cash], [2023]) is None  # no choice asked
+
+
+def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:
+    """Issue 57: "Is 3M a capital-intensive business based on FY2022 data?" was answered with a sentence about
+    divesting businesses; "are its financials that of a high growth company?" could not be computed. Each is read by
+    its usual measures, computed from the statements and listed, without a verdict the documents do not give."""
+    balance = _chunk("Consolidated Balance Sheets (In millions) | 2021 | 2020\nProperty and equipment, net | 2,000 | "
+                     "1,800\nTotal assets | 8,000 | 7,500", page=42)
+    tables = [t for c in (INCOME, balance, CASH) for t in Table.read(c)]
+    heavy = answer("Is it a capital-intensive business based on 2021 data?", tables)
+    assert isinstance(heavy, Computed) and heavy.name == "capital intensity" and heavy.result == pytest.approx(0.8)
+    assert [(n, round(v, 6)) for n, v, _, _ in heavy.also] == [("capex to revenue", 4.5),
+                                                                ("fixed assets to total assets", 25.0)]
+    said = heavy.sentence()
+    assert said.startswith("Capital intensity, 2021: 0.80 = total assets / revenue; capex to revenue 4.5% = capital "
+                           "expenditure / revenue; fixed assets to total assets 25% = net PP&E / total assets (")
+    assert {f.page for f in heavy.facts} == {40, 42, 44}  # every measure's operands cited
+    growth = answer("Are its 2021 financials that of a high growth company?", tables)
+    assert isinstance(growth, Computed) and growth.result == pytest.approx(100 / 9)
+    assert growth.also == (("net income growth", 25.0, "%", "(net income this year - last year) / last year"),)
+    no_cash = [t for t in tables if t.statement != "cash"]
+    light = answer("Is it a capital-intensive business based on 2021 data?", no_cash)
+    assert isinstance(light, Computed) and [n for n, *_ in light.also] == ["fixed assets to total assets"]

@@ -24,6 +24,7 @@ millions, except per share data)"). Everything is deterministic."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections import Counter
@@ -223,6 +224,9 @@ class Metric:
     unit: str  # "%", "x" (a ratio), "days", "" (an amount)
     text: str  # the formula in words
     optional: tuple[tuple[str, int], ...] = ()  # operands the formula uses when a statement gives them
+    # a question of judgement ("is it capital-intensive?") is answered with the measures analysts read it by: this
+    # metric first, then these (by name), each where the statements give its operands; no verdict is written
+    companions: tuple[str, ...] = ()
 
 
 def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
@@ -230,12 +234,22 @@ def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
 
 
 def _m(name: str, pattern: str, needs: Sequence[tuple[str, int]], formula: Callable[..., float], unit: str,
-       text: str, optional: Sequence[tuple[str, int]] = ()) -> Metric:
-    return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text, tuple(optional))
+       text: str, optional: Sequence[tuple[str, int]] = (), companions: Sequence[str] = ()) -> Metric:
+    return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text, tuple(optional),
+                  tuple(companions))
 
 
 # the first that matches is the metric (the order matters: "ebitda margin" before "ebitda")
 METRICS: tuple[Metric, ...] = (
+    # judgements, read by their usual measures: capital intensity as total assets / revenue (the capital intensity
+    # ratio), capital expenditure / revenue and net PP&E / total assets; growth as revenue's and net income's
+    _m("capital intensity", r"\bcapital[-\s]+intensi(?:ve|ty)\b", [("total_assets", 0), ("revenue", 0)],
+       lambda v: v[("total_assets", 0)] / v[("revenue", 0)], "x", "total assets / revenue",
+       companions=("capex to revenue", "fixed assets to total assets")),
+    _m("revenue growth", r"\bhigh[-\s]+growth\b|\bgrowth\s+(?:company|firm|business|stock)\b",
+       [("revenue", 0), ("revenue", -1)],
+       lambda v: (v[("revenue", 0)] - v[("revenue", -1)]) / abs(v[("revenue", -1)]) * 100, "%",
+       "(revenue this year - last year) / last year", companions=("net income growth",)),
     _m("ebitda margin", r"\bebitda\b.{0,30}\bmargin\b", [("operating_income", 0), ("da", 0), ("revenue", 0)],
        lambda v: (v[("operating_income", 0)] + v[("da", 0)]) / v[("revenue", 0)] * 100, "%",
        "(operating income + depreciation and amortization) / revenue"),
@@ -259,6 +273,12 @@ METRICS: tuple[Metric, ...] = (
        r"(?:%|percent(?:age)?|ratio|share)\s+(?:of|to)\s+(?:total\s+|net\s+)?(?:revenues?|sales)",
        [("cogs", 0), ("revenue", 0)], lambda v: v[("cogs", 0)] / v[("revenue", 0)] * 100, "%",
        "cost of goods sold / revenue"),
+    _m("fixed assets to total assets", r"\b(?:fixed\s+assets|pp&e|property,?\s+plant\s+and\s+equipment)\b.{0,40}"
+       r"(?:%|percent(?:age)?|ratio|share)\s+(?:of|to)\s+total\s+assets", [("ppe", 0), ("total_assets", 0)],
+       lambda v: v[("ppe", 0)] / v[("total_assets", 0)] * 100, "%", "net PP&E / total assets"),
+    _m("net income growth", r"\bnet\s+income\s+growth\b", [("net_income", 0), ("net_income", -1)],
+       lambda v: (v[("net_income", 0)] - v[("net_income", -1)]) / abs(v[("net_income", -1)]) * 100, "%",
+       "(net income this year - last year) / last year"),
     _m("fixed asset turnover", r"\bfixed\s+asset\s+turnover\b", [("revenue", 0), ("ppe", 0), ("ppe", -1)],
        lambda v: v[("revenue", 0)] / _avg(v, "ppe"), "x", "revenue / average net PP&E"),
     _m("inventory turnover", r"\binventory\s+turnover\b|\btimes\b.{0,40}\bsold\s+its\s+inventory\b",
@@ -624,6 +644,7 @@ class Computed:
     years: tuple[int, ...]
     earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years named
     quarters: tuple[tuple[int, int], ...] = ()  # (year, its fiscal quarter) where a quarter of it was asked
+    also: tuple[tuple[str, float, str, str], ...] = ()  # a judgement's other measures: (name, value, unit, formula)
 
     def _when(self, year: int) -> str:
         return _when(year, dict(self.quarters))
@@ -658,7 +679,9 @@ class Computed:
         period = "-".join(self._when(y) for y in (self.years[0], self.years[-1])) if len(self.years) > 1 \
             else self._when(self.years[0])
         how = f" = {self.formula}" if self.formula else ""
-        return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how} ({self._cells()})"
+        more = "".join(f"; {name} {dataclasses.replace(self, unit=unit)._shown(value, decimals)} = {formula}"
+                       for name, value, unit, formula in self.also)
+        return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how}{more} ({self._cells()})"
 
     def _cells(self) -> str:
         return "; ".join(f"{f.label} / {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
@@ -667,6 +690,7 @@ class Computed:
 
     def as_dict(self) -> dict[str, object]:
         return {"operation": self.name, "result": self.result, "unit": self.unit, "formula": self.formula,
+                "also": [{"operation": n, "result": v, "unit": u, "formula": f} for n, v, u, f in self.also],
                 "chunk_id": str(self.facts[0].chunk.chunk_id) if self.facts else None,
                 "operands": [{"row": f.label, "column": f.column, "cell": f.cell, "value": f.value,
                               "unit": f.unit, "page": f.page, "chunk_id": str(f.chunk.chunk_id),
@@ -828,7 +852,30 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
                         ((targets[0], round(results[0][0], 6)),), held)
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
-    return Computed(metric.name, round(value, 6), unit, formula, used, tuple(targets), quarters=held)
+    also, more = _companions(metric, tables, targets[-1], hint, quarters)
+    return Computed(metric.name, round(value, 6), unit, formula, (*used, *more), tuple(targets), quarters=held,
+                    also=also)
+
+
+_BY_NAME = {m.name: m for m in METRICS}
+
+
+def _companions(metric: Metric, tables: Sequence[Table], year: int, hint: str | None, quarters: Mapping[int, int]
+                ) -> tuple[tuple[tuple[str, float, str, str], ...], tuple[Fact, ...]]:
+    """A judgement's other measures for the year, each whose operands the statements give (the others left out),
+    and their facts."""
+    out, facts = [], []
+    for other in (_BY_NAME[name] for name in metric.companions):
+        found = {need: find(tables, need[0], year + need[1], hint, quarters.get(year)) for need in other.needs}
+        if any(f is None for f in found.values()):
+            continue
+        try:
+            value = other.formula({k: f.value for k, f in found.items() if f is not None})
+        except ZeroDivisionError:
+            continue
+        out.append((other.name, round(value, 6), other.unit, other.text))
+        facts += [f for f in found.values() if f is not None]
+    return tuple(out), tuple(facts)
 
 
 def _share(part: str, whole: str) -> Metric:
