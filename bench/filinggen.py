@@ -371,6 +371,11 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
             first = (max if most else min)(parts, key=lambda name: parts[name][item])
             add(issuer, year, "choice", f"Which of {issuer.short}'s segments had the {'highest' if most else 'lowest'} "
                 f"{item} in FY{year}?", first, "segments")
+            if year == years[-1]:
+                flows = {k.split(" activities")[0].split()[-1]: f[k] for k in CASH if k.endswith("activities")}
+                add(issuer, year, "choice", f"Among operating, investing, and financing activities, which brought in "
+                    f"the most (or lost the least) cash flow for {issuer.short} in FY{year}?",
+                    max(flows, key=lambda k: flows[k]), "cash")
     for name in unheld:
         out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": None, "question_type": "unheld",
                     "question": f"What is {name}'s FY{years[-1]} capital expenditure? Answer in USD millions.",

@@ -24,6 +24,7 @@ from .answer.abstain import ABSTAIN_ANSWER, declines, judge
 from .answer.answerable import Judgement, Limits, constraints, content_stems, stem
 from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
+from .answer.choice import Chosen
 from .answer.citations import check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
@@ -1125,11 +1126,11 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     early = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
         early = _from_statements(read, scope, col, timings)
-    if isinstance(early, Computed) and plan.rerank:
+    if isinstance(early, (Computed, Chosen)) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
     ranked = retrieve(question, plan, col, timings=timings, debug=info, scope=scope)
-    if isinstance(early, Computed):  # the statements' cells the figure is computed from are the first evidence
-        ranked = _led_by(statements.cited_chunks(early.facts), ranked, plan.k)
+    if isinstance(early, (Computed, Chosen)):  # the statements' cells the figure is read from lead the evidence
+        ranked = _led_by(early.cited(), ranked, plan.k)
     s = col.settings
     reranked = bool(info.get("reranker_used"))
     rerank_floor, rrf_floor = abstain_thresholds or (s.abstain_rerank_threshold, s.abstain_rrf_threshold)
@@ -1139,8 +1140,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     answerable = None
     if unheld:
         answerable = Judgement(True, "scope", unheld)
-    elif isinstance(stated, Computed):
-        answerable = Judgement(False, "statements", evidence=tuple(statements.cited_chunks(stated.facts)))
+    elif isinstance(stated, (Computed, Chosen)):
+        answerable = Judgement(False, "statements", evidence=tuple(stated.cited()))
     elif isinstance(stated, Missing) and stated.metric:  # a metric whose operands the statements do not give
         answerable = Judgement(True, "statements", stated.reason)
     elif not evidence.abstain and s.answerable:
@@ -1151,9 +1152,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     generator = col.client.generator
     if unheld:
         written = _Written(ABSTAIN_ANSWER, reason=unheld)
-    elif isinstance(stated, Computed):  # a figure of the named document's statements, its cells cited
+    elif isinstance(stated, (Computed, Chosen)):  # a figure of the named document's statements, its cells cited
         checked = check(stated.sentence(decimals_asked(read.instructions)),
-                        [*context.chunks, *statements.cited_chunks(stated.facts)])
+                        [*context.chunks, *stated.cited()])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
     elif evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
@@ -1261,25 +1262,33 @@ def _unheld(scope: Scope, col: Collection) -> str | None:
 
 
 def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
-                     timings: dict[str, float]) -> Computed | Missing | None:
+                     timings: dict[str, float]) -> Computed | Chosen | Missing | None:
     """A line item or metric of the document the question names (answer.statements), read from its statements'
-    tables: only where the question names an issuer the collection holds (which document's statements is then
-    known); its documents tried in the order of `statement_documents`."""
-    if (statements.asked(read.text) == (None, None) or not statements.years_asked(read.text)
-            or choice.asked(read.text) is not None):  # "which segment had the highest X": not the total's X
+    tables, or the one of the items it names that stands first by a measure (answer.choice: "among operating,
+    investing and financing activities, which brought in the most cash"): only where the question names an issuer
+    the collection holds (which document's statements is then known); its documents tried in the order of
+    `statement_documents`. A choice among items it does not name ("which segment had the highest X") is not read
+    here: the total's X is no answer."""
+    years = statements.years_asked(read.text)
+    chooses = choice.asked(read.text)
+    if not years or (chooses is None and statements.asked(read.text) == (None, None)) or (
+            chooses is not None and not chooses.options):
         return None
     started = time.perf_counter()
     hint = statements.statement_hint(read.instructions)
     percent = statements.asks_percent(read.asked)
-    outcome: Computed | Missing | None = None
+    outcome: Computed | Chosen | Missing | None = None
     with col.client.reading(col.tenant) as conn:
         for doc_id in statement_documents(scope)[:3]:
             rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
                                                           "collection_id": col.collection_id}).fetchall()
-            tables = [t for row in rows for t in statements.Table.read(candidate(row, 0.0))]
-            # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
-            outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked)
-            if isinstance(outcome, Computed):
+            chunks = [candidate(row, 0.0) for row in rows]
+            if chooses is not None:
+                outcome = choice.choose(read.text, chunks, years)
+            else:  # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
+                tables = [t for c in chunks for t in statements.Table.read(c)]
+                outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked)
+            if isinstance(outcome, (Computed, Chosen)):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000
     return outcome

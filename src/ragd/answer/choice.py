@@ -24,7 +24,7 @@ from ..embed.hashing import tokens
 from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_lines
-from .statements import unit_of
+from .statements import Table, period_column, unit_of
 
 _MOST = ("highest", "largest", "biggest", "greatest", "most", "best", "strongest", "fastest")
 _LEAST = ("lowest", "smallest", "least", "worst", "weakest", "slowest")
@@ -86,7 +86,13 @@ class Chosen:
         pick = max if self.asked.most else min
         return pick(self.options, key=lambda o: o[2])
 
-    def sentence(self) -> str:
+    def cited(self) -> list[Candidate]:
+        """The chunks of the table (each of its parts) the options are read from."""
+        return [self.chunk, *self.parts]
+
+    def sentence(self, decimals: int | None = None) -> str:
+        """"Corporate had the lowest net revenue, 2021: (473) million (of 5: ...) [chunk:…]"; the cells as printed
+        (`decimals` is not applied: a choice quotes them)."""
         name, cell, _ = self.first
         unit = f" {self.unit}" if self.unit else ""
         others = "; ".join(f"{o}: {c}" for o, c, _ in self.options)
@@ -164,20 +170,23 @@ def _side_by_side(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Se
     return Chosen(ask, row[0], column.strip(), tuple(options), chunk)
 
 
-def _one_a_row(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Sequence[int]) -> Chosen | None:
-    heads = max(1, _header_rows(rows))
-    header = [" ".join(r[i] for r in rows[:heads] if i < len(r) and r[i].strip()) for i in range(len(rows[0]))]
-    body = [r for r in rows[heads:] if r and r[0].strip()]
-    title = _words(" ".join([*chunk.heading_path[-1:], *header]))
-    col = None
+def _one_a_row(ask: Asked, chunk: Candidate, years: Sequence[int]) -> Chosen | None:
+    """The rows the question names, or the rows of a table titled by the measure, in the year's column: the
+    table read as the statements read it (currency signs' columns realigned, a year's column told from a
+    quarter's and a fiscal year's end date read as that year)."""
+    read = Table.read(chunk)
+    if not read:
+        return None
+    t = read[0]
+    body = [list(r) for r in t.rows if r and r[0].strip()]
     if years:
-        at = [i for i, h in enumerate(header) if i and _year_of(h) == years[0]]
-        col = at[0] if len(at) == 1 else None
+        col = period_column(t, years[0], None)
     else:
-        figures = [i for i in range(1, len(header)) if any(i < len(r) and _figure(r[i]) is not None for r in body)]
+        figures = [i for i in range(1, len(t.header)) if any(i < len(r) and _figure(r[i]) is not None for r in body)]
         col = figures[0] if figures else None
     if col is None:
         return None
+    title = _words(" ".join([*chunk.heading_path[-1:], *t.header]))
     if ask.options:  # the rows the question names, one each
         picked = []
         for option in ask.options:
@@ -193,7 +202,7 @@ def _one_a_row(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Seque
                if col < len(r) and (v := _figure(r[col])) is not None]
     if len(options) < 2 or len(options) != len(picked):
         return None
-    return Chosen(ask, ask.said, header[col].strip(), tuple(options), chunk)
+    return Chosen(ask, ask.said, t.header[col].strip(), tuple(options), chunk, unit=t.unit)
 
 
 def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = ()) -> Chosen | None:
@@ -215,9 +224,9 @@ def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = (
             more = [o for part in parts for o in part.options if o[0] not in held]
             return dataclasses.replace(side, options=(*side.options, *more), parts=tuple(p.chunk for p in parts),
                                        unit=_unit(chunk, rows))
-        found = _one_a_row(ask, chunk, rows, years)
+        found = _one_a_row(ask, chunk, years)
         if found is not None:
-            return dataclasses.replace(found, unit=_unit(chunk, rows))
+            return found
     return None
 
 

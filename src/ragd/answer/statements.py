@@ -574,7 +574,7 @@ def _dated_quarters(cell: str, fiscal: tuple[int, int] | None) -> list[tuple[int
             for m in _DATED.finditer(cell)]
 
 
-def _period_column(t: Table, year: int, quarter: int | None) -> int | None:
+def period_column(t: Table, year: int, quarter: int | None) -> int | None:
     """The column of a fiscal year (a year's column: not a quarter's or half-year's, nor, in a quarter's document,
     a date inside the year) or of a fiscal quarter (a three-month column, or a date, of that quarter; a plain year
     where the table's title names the quarter); one column, else none."""
@@ -612,7 +612,7 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     home = LINE_ITEMS[concept][0]
     best: tuple[tuple[int, int, int, int], Fact] | None = None
     for order, t in enumerate(tables):
-        col = _period_column(t, year, quarter)
+        col = period_column(t, year, quarter)
         if col is None:
             continue
         rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
@@ -682,6 +682,10 @@ class Computed:
         more = "".join(f"; {name} {dataclasses.replace(self, unit=unit)._shown(value, decimals)} = {formula}"
                        for name, value, unit, formula in self.also)
         return f"{self.name[:1].upper()}{self.name[1:]}, {period}: {shown}{how}{more} ({self._cells()})"
+
+    def cited(self) -> list[Candidate]:
+        """The chunks of the cells it is computed from, once each."""
+        return cited_chunks(self.facts)
 
     def _cells(self) -> str:
         return "; ".join(f"{f.label} / {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
