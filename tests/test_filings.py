@@ -532,3 +532,30 @@ def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:
     no_cash = [t for t in tables if t.statement != "cash"]
     light = answer("Is it a capital-intensive business based on 2021 data?", no_cash)
     assert isinstance(light, Computed) and [n for n, *_ in light.also] == ["fixed assets to total assets"]
+
+
+def test_years_on_two_lines_over_a_table_and_figures_merged_in_one_cell_are_read() -> None:
+    """Issue 57: an income statement whose years stand on two lines ("(In millions) 2018" over "Year Ended May 31,
+    2017 2016") and whose grid merged two figures in one cell ("19,038 17,405") gave no figure for 2016."""
+    from ragd.ingest.extract.layout import _periods_over_tables
+
+    rows = (("Cost of sales", "20,441", "", "19,038 17,405", "", "", "", ""),
+            ("Gross profit", "15,956", "", "", "15,312", "", "14,971", ""),
+            ("Basic", "$", "1.19", "$ 2.56 $ 2.21", "", "", "", ""))
+    income = Block("table", "", page=46, header=("Revenues", "$", "36,397", "", "$", "34,350", "$", "32,376"),
+                   rows=rows)
+    out = _periods_over_tables([Block("paragraph", "(In millions, except per share data) 2018", page=46),
+                                Block("heading", "Year Ended May 31, 2017 2016", page=46), income])
+    assert out[-1].header == ("", "", "May 31, 2018", "", "", "May 31, 2017", "", "May 31, 2016")
+    assert out[-1].rows[0][0] == "Revenues"  # the first row of figures stays a row
+    chunk = dataclasses.replace(_chunk(out[-1].text, heading=("Consolidated Statements of Income",), page=46),
+                                metadata={"pages": [46], "identity": {"period_end": "2018-05-31", "fiscal_year": 2018}})
+    [table] = Table.read(chunk)
+    assert table.header[1:] == ("May 31, 2018", "May 31, 2017", "May 31, 2016")
+    assert table.rows[1] == ("Cost of sales", "20,441", "19,038", "17,405")  # the merged cell is two cells
+    got = answer("What is the three year average of cost of goods sold as a % of revenue from 2016 to 2018?", [table])
+    assert isinstance(got, Computed) and got.result == pytest.approx(
+        (20441 / 36397 + 19038 / 34350 + 17405 / 32376) / 3 * 100)
+    alone = _periods_over_tables([Block("paragraph", "Revenue grew in 2018", page=45),
+                                  Block("heading", "Year Ended May 31, 2017 2016", page=46), income])
+    assert alone[-1].header == income.header  # a line on another page is not the table's

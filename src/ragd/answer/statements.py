@@ -474,8 +474,13 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
     if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or (_aligned(body) and _over(header, body)):
         return list(header), [list(r) for r in body]
 
-    def values(cells: Sequence[str]) -> list[str]:
-        return [c.strip() for c in cells[1:] if c.strip() and c.strip() not in _CURRENCY]
+    def values(cells: Sequence[str]) -> list[str]:  # a cell of several figures ("19,038 17,405") is each of them
+        out = []
+        for c in (c.strip() for c in cells[1:]):
+            words = c.split()
+            several = len(words) > 1 and all(w in _CURRENCY or parse_number(w) is not None for w in words)
+            out += [w for w in words if w not in _CURRENCY] if several else [c] if c and c not in _CURRENCY else []
+        return out
 
     counts = Counter(len(values(r)) for r in body if values(r))
     if not counts:

@@ -1020,7 +1020,7 @@ def _periods_over_tables(blocks: list[Block]) -> list[Block]:
             out.append(_reheaded(block, header, block.rows if alone else (block.header, *block.rows)))
             continue
         out.extend(labels)
-        out.append(_years_over(out[-1], block) if out and block.type == "table" else block)
+        out.append(_years_over(out[-2:], block) if out and block.type == "table" else block)
     return out
 
 
@@ -1030,7 +1030,18 @@ _FIGURE_CELL = re.compile(r"^\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?$")
 _DAY = re.compile(rf"\b({_MONTH_DAY}),?\s+(?:19|20)\d\d", re.IGNORECASE)
 
 
-def _years_over(line: Block, table: Block) -> Block:
+def _years_over(lines: Sequence[Block], table: Block) -> Block:
+    """`_years_under_line` under the last line, else under the last two read as one (their years in order: "(In
+    millions) 2018" over "Year Ended May 31, 2017 2016" is three years' header)."""
+    done = _years_under_line(lines[-1], table)
+    if done is not table or len(lines) < 2 or not all(
+            b.type in ("heading", "paragraph") and b.page == table.page for b in lines):
+        return done
+    joined = replace(lines[-1], text=f"{lines[-2].text} {lines[-1].text}")
+    return _years_under_line(joined, table)
+
+
+def _years_under_line(line: Block, table: Block) -> Block:
     """A table whose first row is figures ("Revenues | $ 44,538 | 37,403 | 39,117"), or whose header is a label
     alone over rows of figures ("ASSETS Current assets: | |"), under a line naming as many years ("YEAR ENDED
     MAY 31, 2021 2020 2019"): the years become its header, over the figures' columns, in the order the line names
