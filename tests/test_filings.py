@@ -559,3 +559,22 @@ def test_years_on_two_lines_over_a_table_and_figures_merged_in_one_cell_are_read
     alone = _periods_over_tables([Block("paragraph", "Revenue grew in 2018", page=45),
                                   Block("heading", "Year Ended May 31, 2017 2016", page=46), income])
     assert alone[-1].header == income.header  # a line on another page is not the table's
+
+
+def test_a_statement_title_with_a_letter_set_apart_names_its_statement() -> None:
+    """Issue 57: 3M's balance sheet is titled "Consolidated Balance Shee t" in its text layer, so a note titled
+    "Supplemental Balance Sheet Information" was taken for the balance sheet and its page cited."""
+    from ragd.answer.statements import statement_named
+
+    assert statement_named("3M Company and Subsidiaries Consolidated Balance Shee t") == "balance"
+    assert statement_named("Consolidated Statements of Cash Flows") == "cash"
+    assert statement_named("Segment information for a region") is None
+    sheet = _chunk("At December 31 (Dollars in millions) | December 31, 2018 | December 31, 2017\n"
+                   "Total current assets | 13,709 | 14,277\nProperty, plant and equipment — net | 8,738 | 8,866\n"
+                   "Total assets | 36,500 | 37,987", heading=("Consolidated Balance Shee t",), page=58)
+    note = _chunk("(Millions) | 2018 | 2017\nProperty, plant and equipment - net | 8,738 | 8,866",
+                  heading=("NOTE 7. Supplemental Balance Sheet Information",), page=81)
+    december = {"pages": [58], "identity": {"period_end": "2018-12-31", "fiscal_year": 2018}}
+    chunks = [dataclasses.replace(c, metadata={**december, "pages": c.metadata["pages"]}) for c in (note, sheet)]
+    got = answer("What is the year end 2018 net PPNE?", [t for c in chunks for t in Table.read(c)], "balance")
+    assert isinstance(got, Computed) and got.facts[0].page == 58  # the statement itself, not the note

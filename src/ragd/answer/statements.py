@@ -148,6 +148,16 @@ STATEMENTS = {
     "cash": re.compile(r"cash\s+flows?\s+statements?|statements?\s+of\s+cash\s*flows?|cash\s+flow\s+statement",
                        re.IGNORECASE),
 }
+_LETTER_APART = re.compile(r"(?<=[a-z]{3}) (?=[a-z]\b)")  # a word's last letter set apart: "Balance Shee t"
+
+
+def statement_named(title: str) -> str | None:
+    """The statement a title names ("Consolidated Balance Sheets": "balance"), its words read whole where the
+    type set a letter apart ("Balance Shee t")."""
+    mended = _LETTER_APART.sub("", title)
+    return next((name for name, p in STATEMENTS.items() if p.search(mended)), None)
+
+
 _UNIT = re.compile(r"\b(?:in\s+|\$\s*in\s+|dollars\s+in\s+|amounts\s+in\s+)?(thousands|millions|billions)\b",
                    re.IGNORECASE)
 _PAREN = re.compile(r"\([^)]*\)")
@@ -381,7 +391,7 @@ class Table:
         if header is None or body is None:
             header, body = table(chunk.content)
         title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
-        statement = next((name for name, p in STATEMENTS.items() if p.search(title)), None)
+        statement = statement_named(title)
         unit = unit_of(" ".join([header[0], *chunk.heading_path[-1:]]))
         body = _sectioned(body)
         items = sum(1 for r in body if r and concept_of(r[0]) is not None)
