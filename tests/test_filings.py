@@ -578,3 +578,18 @@ def test_a_statement_title_with_a_letter_set_apart_names_its_statement() -> None
     chunks = [dataclasses.replace(c, metadata={**december, "pages": c.metadata["pages"]}) for c in (note, sheet)]
     got = answer("What is the year end 2018 net PPNE?", [t for c in chunks for t in Table.read(c)], "balance")
     assert isinstance(got, Computed) and got.facts[0].page == 58  # the statement itself, not the note
+
+
+@pytest.mark.parametrize("content", [
+    "| a |\n| --- |\n| b |", "| | X | | Y |\n| --- | --- | --- | --- |\n| | 2021 |\n| Net income | 5 | 6 | 7 | 8 | 9 |",
+    "|  |  |\n| --- | --- |\n|  |  |\n|  |  |", "Net income | $ | \n | 2021 | 2020\n| | |",
+    "| | Seg A | | Seg B |\n|---|---|---|---|\n| (in millions) | 2021 | 2020 | 2021\n"
+    "| Net income | x | (1) | 2,0,0 | -",
+])
+def test_a_choice_over_any_table_answers_or_declines_without_failing(content: str) -> None:
+    from ragd.answer.choice import choose
+
+    for question in ("Which segment had the highest net income in 2021?", "Which had the lowest net income?",
+                     "Among A, B and C, which had the most net income in 2021?"):
+        got = choose(question, [_chunk(content)], [2021] if "2021" in question else [])
+        assert got is None or len(got.options) >= 2

@@ -166,7 +166,8 @@ def _side_by_side(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Se
         options.append((name, row[col].replace("$", "").strip(), value))  # type: ignore[index]
     if len(options) < 2:
         return None
-    column = under[_year_column(under, spans[0], years) or spans[0].start] if years else ""
+    at = _year_column(under, spans[0], years) if years else None
+    column = under[at] if at is not None and at < len(under) else ""
     return Chosen(ask, row[0], column.strip(), tuple(options), chunk)
 
 
