@@ -627,3 +627,24 @@ def test_page_spool_rolls_to_disk_and_reads_pages_back_in_order() -> None:
     with PageSpool() as small:
         small.append(pages[0])
         assert not small.on_disk and list(small) == pages[:1]
+
+
+def test_a_band_with_figures_alone_on_one_side_is_no_gutter_between_page_columns() -> None:
+    """Issue 57: under Best Buy's income statement, a few rows of shares ("Basic | 318.5 | 346.5 | 349.5") left
+    a wide band between their labels and figures; taken for the gutter between two page columns, it cut the
+    statement above from its labels. Page columns are of words on both sides."""
+    from ragd.ingest.extract.layout import Box, _gutter
+
+    rows = []
+    for n, label in enumerate(["Basic", "Diluted", "Average", "Weighted", "Shares", "Units"]):
+        y = 500.0 + 14 * n
+        rows += [Box(label, 31, y, 57, y + 9, 9.0)] + [Box(f"{318 + n}.5", x, y, x + 20, y + 9, 9.0)
+                                                        for x in (428.0, 498.0, 568.0)]
+    assert _gutter(rows) is None
+    text = []
+    for n in range(12):
+        y = 100.0 + 14 * n
+        text += [Box("words of the left column of text", 30, y, 280, y + 9, 9.0),
+                 Box("words of the right column of text", 320, y, 580, y + 9, 9.0)]
+    band = _gutter(text)
+    assert band is not None and band[0] >= 280 and band[1] <= 320

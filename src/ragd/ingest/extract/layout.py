@@ -174,12 +174,12 @@ def _gutter(boxes: Sequence[Box]) -> tuple[float, float] | None:
     there is none, full-width boxes (a title, an abstract or a footnote over two columns) are set aside and the
     band is looked for among the others, provided both columns run down most of the page, so a two-column
     table inside single-column text is not taken for columns."""
-    found = _band(boxes)
+    found = _texts_beside(boxes, _band(boxes))
     if found is not None or len(boxes) < 6:
         return found
     left, right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
     narrow = [b for b in boxes if b.x1 - b.x0 < 0.55 * (right - left)]
-    found = _band(narrow)
+    found = _texts_beside(narrow, _band(narrow))
     if found is None:
         return None
     top, bottom = min(b.top for b in narrow), max(b.bottom for b in narrow)
@@ -187,6 +187,15 @@ def _gutter(boxes: Sequence[Box]) -> tuple[float, float] | None:
         if max(b.bottom for b in side) - min(b.top for b in side) < 0.5 * (bottom - top):
             return None
     return found
+
+
+def _texts_beside(boxes: Sequence[Box], band: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The band, when words stand on both its sides: columns of a page are of text, while a band with figures
+    alone on one side ("Basic | 318.5 | 346.5") parts a table's labels from its figures."""
+    if band is None:
+        return None
+    sides = ([b for b in boxes if b.x1 <= band[0]], [b for b in boxes if b.x0 >= band[1]])
+    return band if all(any(not is_figure(b.text) for b in side) for side in sides) else None
 
 
 def _band(boxes: Sequence[Box]) -> tuple[float, float] | None:
