@@ -502,7 +502,8 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     assert highest is not None and highest.first[0] == "Consumer Banking"
     assert choose(question, chunks, [2019]) is None  # no column of the year asked: nothing is chosen
     cash = _chunk("Consolidated Statements of Cash Flows (In millions) | 2023 | 2022\n"
-                  "Cash provided by operations | 5,841 | 5,188\nCash provided by investing activities | 564 | (1,524)\n"
+                  "Income from discontinued operations | 12 | 15\nCash provided by operations | 5,841 | 5,188\n"
+                  "Cash provided by investing activities | 564 | (1,524)\nIncome taxes on financing | 3 | 2\n"
                   "Cash used by financing activities | (7,447) | (4,836)\nNet change in cash | (1,042) | (1,172)")
     among = "Among operations, investing, and financing activities, which brought in the most cash flow in FY2023?"
     assert [sorted(o) for o in asked(among).options] == [["opera"], ["inves"], ["finan"]]  # type: ignore[union-attr]

@@ -190,8 +190,14 @@ def _one_a_row(ask: Asked, chunk: Candidate, years: Sequence[int]) -> Chosen | N
     title = _words(" ".join([*chunk.heading_path[-1:], *t.header]))
     if ask.options:  # the rows the question names, one each
         picked = []
+        kind = ask.measure | {w[:5] for w in _GENERIC}  # "cash", "activities": what the options are rows of
         for option in ask.options:
-            named = [r for r in body if option <= _words(r[0]) and not _TOTAL.search(r[0])]
+            named = [r for r in body if option <= _words(r[0]) and not _TOTAL.search(r[0])
+                     and col < len(r) and _figure(r[col]) is not None]
+            # of several rows naming it ("Cash provided by operations", "Income from discontinued operations"),
+            # the one that also says what kind of item is asked, when one alone does
+            fit = [len(_words(r[0]) & kind) for r in named]
+            named = [r for r, n in zip(named, fit) if n == max(fit)] if named else []
             if len(named) != 1:
                 return None
             picked.append(named[0])
