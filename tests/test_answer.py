@@ -280,3 +280,5 @@ def test_a_quote_must_answer_the_form_of_a_choice_or_a_kind_question() -> None:
     assert "capital intensive" in extract("Is 3M a capital-intensive business based on FY2022 data?", [said]).text
     # other questions as before: a sentence sharing the question's words is quoted
     assert "net income" in extract("What was the net income of the Investment Bank?", [notes]).text
+    stores = _quotable("The Company held inventories of $5,409 million at the end of fiscal 2019.")
+    assert "5,409" in extract("What is the total amount of inventories for Best Buy?", [stores]).text  # a name

@@ -24,14 +24,9 @@ from ..embed.hashing import tokens
 from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_lines
+from .question import CHOICE, MOST
 from .statements import Table, period_column, unit_of
 
-_MOST = ("highest", "largest", "biggest", "greatest", "most", "best", "strongest", "fastest")
-_LEAST = ("lowest", "smallest", "least", "worst", "weakest", "slowest")
-_ASKS = re.compile(
-    rf"\b(?:which|what)\b[^?]{{0,160}}?\b(?P<sup>{'|'.join(_MOST + _LEAST)})\s+(?:\([^)]*\)\s*)?"
-    r"(?P<measure>[^?,.()]+?)(?=\s+(?:in|for|of|during|among|at|as|on|by|between|from|than|over|within|across|"
-    r"and|or|while|when|compared)\b|\s*[?,.(]|$)", re.IGNORECASE)
 _AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P<list>[^?]+?),\s*(?:which|what)\b",
                     re.IGNORECASE)
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
@@ -57,7 +52,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 def asked(question: str) -> Asked | None:
-    m = _ASKS.search(question)
+    m = CHOICE.search(question)
     if not m:
         return None
     measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional
@@ -68,7 +63,7 @@ def asked(question: str) -> Asked | None:
         named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
         options = named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
     sup = m.group("sup").lower()
-    return Asked(sup in _MOST, measure, options, sup, m.group("measure").strip())
+    return Asked(sup in MOST, measure, options, sup, m.group("measure").strip())
 
 
 @dataclass(frozen=True)

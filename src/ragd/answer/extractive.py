@@ -24,6 +24,7 @@ from ..embed.hashing import tokens
 from ..rerank import probability
 from ..types import Candidate
 from .citations import MARKER
+from .question import CHOICE, LEAST, MOST
 
 if TYPE_CHECKING:
     from ..rerank import Reranker
@@ -120,12 +121,11 @@ _GIVES_CAUSE = re.compile(r"\b(?:due\s+(?:primarily\s+|mainly\s+|largely\s+)?to|
 CAUSE_SHARE = 0.25  # a sentence giving a reason leads when it scores at least this share of the best one
 # A question asking which of several stands first by a measure ("which segment had the highest net income"), and
 # the wording that ranks or compares: only a sentence that does answers it (a table's rows, side by side, too).
-_SUPERLATIVE = (r"highest|lowest|largest|smallest|biggest|greatest|most|least|best|worst|fastest|slowest|strongest|"
-                r"weakest")
-_ASKS_CHOICE = re.compile(rf"\b(?:which|what)\b[^?]{{0,160}}?\b(?:{_SUPERLATIVE})\b", re.IGNORECASE)
-_COMPARES = re.compile(rf"\bthe\s+(?:{_SUPERLATIVE})\b|\b(?:{_SUPERLATIVE.replace('most|least|', '')}|top|leading|"
+_SUPERLATIVE = "|".join(MOST + LEAST)
+_ALONE = "|".join(w for w in MOST + LEAST if w not in ("most", "least"))  # "most" alone is also "most categories"
+_COMPARES = re.compile(rf"\bthe\s+(?:{_SUPERLATIVE})\b|\b(?:{_ALONE}|top|leading|"
                        r"led\s+by|majority|exceed(?:s|ed|ing)?|outpac(?:e|ed|ing)|(?:\w+er|more|less|fewer)\s+than)\b",
-                       re.IGNORECASE)  # "most" alone is also "most categories"
+                       re.IGNORECASE)
 # A question asking whether its subject is of a kind ("Is 3M a capital-intensive business?", "Are its financials
 # that of a high growth company?"): a sentence answers it only if it speaks of that kind (its modifiers: "capital
 # intensive", "high growth"); one about the subject's other doings does not.
@@ -159,7 +159,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
     best = 0.0
     terms = set(tokens(question)) - STOP
     why = bool(_ASKS_CAUSE.search(question))
-    choice, kind = bool(_ASKS_CHOICE.search(question)), _kind_words(question)
+    choice, kind = bool(CHOICE.search(question)), _kind_words(question)
     for n, chunk in enumerate(context[:max_chunks]):
         units = pieces(chunk)
         if not units:

@@ -49,6 +49,15 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2
 def quarter_number(m: re.Match[str]) -> int:
     """The quarter a QUARTER_NAMED match names."""
     return int(m.group(1)) if m.group(1) else ORDINALS[m.group(2).lower()]
+# a choice among several by a measure ("which segment had the highest net income", "which brought in the most (or
+# lost the least) cash flow"): the superlative after "the" ("Best Buy" asks none), then the measure up to what
+# qualifies it
+MOST = ("highest", "largest", "biggest", "greatest", "most", "best", "strongest", "fastest")
+LEAST = ("lowest", "smallest", "least", "worst", "weakest", "slowest")
+CHOICE = re.compile(
+    rf"\b(?:which|what)\b[^?]{{0,160}}?\bthe\s+(?:single\s+)?(?P<sup>{'|'.join(MOST + LEAST)})\s+(?:\([^)]*\)\s*)?"
+    r"(?P<measure>[^?,.()]+?)(?=\s+(?:in|for|of|during|among|at|as|on|by|between|from|than|over|within|across|"
+    r"and|or|while|when|compared)\b|\s*[?,.(]|$)", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ[1-4]\b\s*(?:of\s+)?|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?",
                       re.IGNORECASE)
 _FISCAL = re.compile(r"\bfiscal\s+(?:year\s+)?(?=(?:19|20)\d\d\b)", re.IGNORECASE)
