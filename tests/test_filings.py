@@ -557,6 +557,11 @@ def test_years_on_two_lines_over_a_table_and_figures_merged_in_one_cell_are_read
     got = answer("What is the three year average of cost of goods sold as a % of revenue from 2016 to 2018?", [table])
     assert isinstance(got, Computed) and got.result == pytest.approx(
         (20441 / 36397 + 19038 / 34350 + 17405 / 32376) / 3 * 100)
+    marked = _chunk("| | | 2015 (1) | | | 2014 (1) | |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+                    "| Net revenue | $ | 3,991 | | $ | 5,506 | |\n| Net income | | | (660) | | | (403) |",
+                    heading=("Selected Financial Data",))
+    [five] = Table.read(marked)  # a header's footnote mark is no second figure: "2015 (1)" is one column
+    assert five.header[1:] == ("2015 (1)", "2014 (1)") and five.rows[0] == ("Net revenue", "3,991", "5,506")
     alone = _periods_over_tables([Block("paragraph", "Revenue grew in 2018", page=45),
                                   Block("heading", "Year Ended May 31, 2017 2016", page=46), income])
     assert alone[-1].header == income.header  # a line on another page is not the table's

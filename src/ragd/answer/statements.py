@@ -484,11 +484,11 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
     if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or (_aligned(body) and _over(header, body)):
         return list(header), [list(r) for r in body]
 
-    def values(cells: Sequence[str]) -> list[str]:  # a cell of several figures ("19,038 17,405") is each of them
-        out = []
+    def values(cells: Sequence[str], split: bool = True) -> list[str]:
+        out = []  # a figures' cell of several ("19,038 17,405") is each of them (not a header's "2015 (1)")
         for c in (c.strip() for c in cells[1:]):
             words = c.split()
-            several = len(words) > 1 and all(w in _CURRENCY or parse_number(w) is not None for w in words)
+            several = split and len(words) > 1 and all(w in _CURRENCY or parse_number(w) is not None for w in words)
             out += [w for w in words if w not in _CURRENCY] if several else [c] if c and c not in _CURRENCY else []
         return out
 
@@ -497,7 +497,7 @@ def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[li
         return list(header), [list(r) for r in body]
     width = max(counts, key=lambda n: (counts[n], n))
     rows = [[r[0] if r else "", *(values(r) if len(values(r)) == width else [""] * width)] for r in body]
-    heads = values(header)
+    heads = values(header, split=False)
     return [header[0], *(heads if len(heads) == width else [""] * width)], rows
 
 
