@@ -472,8 +472,9 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     from ragd.answer.choice import asked, choose
     from ragd.ingest.extract.layout import PageText, finish
 
-    def part(groups: list[str], revenue: list[str], income: list[str]) -> list[tuple[Block, float, bool]]:
-        top = ("Three months ended March 31,", *(c for g in groups for c in (g, "", "")))
+    def part(groups: list[str], revenue: list[str], income: list[str],
+             period: str = "Three months ended March 31,") -> list[tuple[Block, float, bool]]:
+        top = (period, *(c for g in groups for c in (g, "", "")))
         years = ("(in millions)", *(["2021", "2020", "Change"] * len(groups)))
         heads = Block("table", "", page=19, header=top, rows=(years,))
         body = Block("table", "", page=19, header=("Total net revenue", *revenue), rows=(("Net income", *income),))
@@ -485,6 +486,10 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     second = part(["Wealth Management", "Corporate", "Total"],
                   ["$ 4,077", "$ 3,389", "20%", "$ (473) $", "166", "NM", "$ 33,119", "$ 29,010", "14%"],
                   ["1,244", "669", "86", "(580)", "(125)", "(364)", "14,300", "2,865", "399"])
+    half = part(["Wealth Management", "Corporate", "Total"],
+                ["$ 8,000", "$ 7,000", "20%", "$ (900) $", "300", "NM", "$ 66,000", "$ 58,000", "14%"],
+                ["2,400", "1,300", "86", "(1,100)", "(250)", "(364)", "28,000", "5,700", "399"],
+                period="Six months ended June 30,")
     blocks = finish([PageText(19, [*first, *second])])
     assert [b.type for b in blocks] == ["table", "table"]  # each header with its body
     assert blocks[0].rows[1][0] == "Total net revenue" and blocks[0].meta["row_pages"] == [19, 19, 19]
@@ -500,6 +505,12 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     assert got.as_dict()["chunk_ids"] == [str(c.chunk_id) for c in chunks]
     highest = choose("In 2022 Q2, which of its segments had the highest net income?", chunks, [2021])
     assert highest is not None and highest.first[0] == "Consumer Banking"
+    [halves] = [dataclasses.replace(_chunk(b.text, page=19), doc_id=uuid.UUID(int=5))
+                for b in finish([PageText(19, half)])]
+    mixed = choose(question, [*chunks, halves], [2021], quarter=1)  # the six months' part beside is not a part
+    assert mixed is not None and mixed.first == ("Corporate", "(473)", -473.0) and len(mixed.options) == 5
+    assert choose(question, [halves, *chunks], [2021], quarter=1).first[2] == -473.0  # type: ignore[union-attr]
+    assert choose(question, [halves], [2021], quarter=1) is None  # a quarter is never read from a half's table
     assert choose(question, chunks, [2019]) is None  # no column of the year asked: nothing is chosen
     cash = _chunk("Consolidated Statements of Cash Flows (In millions) | 2023 | 2022\n"
                   "Income from discontinued operations | 12 | 15\nCash provided by operations | 5,841 | 5,188\n"

@@ -1353,9 +1353,15 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: Co
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     quotable = [c for c in context if c.rerank_score is not None
                 and probability(c.rerank_score) >= threshold] if reranked else list(context)
+    relevant = quotable
     if supported is not None:
         quotable = [c for c in quotable if c.chunk_id in supported]
-    chosen = choice.choose(asked, quotable, statements.years_asked(asked))
+    # a table of the named document showing the options answers a choice though it does not say the question's
+    # words ("business segments", "lowest"): retrieval kept to that issuer's filings, and the table's own rows say
+    # which options and figures it holds
+    years = statements.years_asked(asked)
+    quarter = statements.quarters_asked(question).get(years[-1]) if years else None
+    chosen = choice.choose(asked, relevant if named else quotable, years, quarter)
     if chosen is not None:  # which of several stands first by a measure, from a table showing them all
         checked = check(chosen.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=chosen.as_dict())

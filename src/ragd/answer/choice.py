@@ -25,7 +25,7 @@ from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_lines
 from .question import CHOICE, MOST
-from .statements import Table, period_column, unit_of
+from .statements import Table, period_column, period_span, unit_of
 
 _AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P<list>[^?]+?),\s*(?:which|what)\b",
                     re.IGNORECASE)
@@ -71,6 +71,7 @@ class Chosen:
     asked: Asked
     measure: str  # the row or the table's title the figures are of
     column: str  # the period's column
+    span: int | None  # the months its period spans, as its header says ("Three months ended": 3), if it says
     options: tuple[tuple[str, str, float], ...]  # (option, cell as printed, value), the table's order
     chunk: Candidate
     unit: str = ""  # the table's ("million")
@@ -163,7 +164,7 @@ def _side_by_side(ask: Asked, chunk: Candidate, rows: list[list[str]], years: Se
         return None
     at = _year_column(under, spans[0], years) if years else None
     column = under[at] if at is not None and at < len(under) else ""
-    return Chosen(ask, row[0], column.strip(), tuple(options), chunk)
+    return Chosen(ask, row[0], column.strip(), period_span(" ".join(r[0] for r in rows[:heads])), tuple(options), chunk)
 
 
 def _one_a_row(ask: Asked, chunk: Candidate, years: Sequence[int]) -> Chosen | None:
@@ -204,14 +205,16 @@ def _one_a_row(ask: Asked, chunk: Candidate, years: Sequence[int]) -> Chosen | N
                if col < len(r) and (v := _figure(r[col])) is not None]
     if len(options) < 2 or len(options) != len(picked):
         return None
-    return Chosen(ask, ask.said, t.header[col].strip(), tuple(options), chunk, unit=t.unit)
+    return Chosen(ask, ask.said, t.header[col].strip(), period_span(t.header[col]), tuple(options), chunk, unit=t.unit)
 
 
-def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = ()) -> Chosen | None:
+def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = (),
+           quarter: int | None = None) -> Chosen | None:
     """The option the question asks for, from the first table of the context that shows its options (side by
     side, or one a row); None when the question asks no choice or no table shows one. A side-by-side table set
     in several parts on one page (three segments, then two more and the total) gives the options of every part
-    of it the context holds."""
+    of it the context holds, of the same period span (not the six months' table beside the quarter's). A quarter
+    asked is read from a table of a quarter's span (or of none said), never from a half's or a year's."""
     ask = asked(question)
     if ask is None:
         return None
@@ -219,15 +222,16 @@ def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = (
               and len(rows := _rows(c.content)) >= 3 and len(rows[0]) >= 2]
     for chunk, rows in tables:
         side = _side_by_side(ask, chunk, rows, years)
-        if side is not None:
+        if side is not None and (quarter is None or side.span in (None, 3)):
             parts = [found for c, r in tables if c is not chunk and (c.doc_id, _page(c)) == (chunk.doc_id, _page(chunk))
-                     and (found := _side_by_side(ask, c, r, years)) is not None and found.column == side.column]
+                     and (found := _side_by_side(ask, c, r, years)) is not None
+                     and (found.column, found.span) == (side.column, side.span)]
             held = {o[0] for o in side.options}
             more = [o for part in parts for o in part.options if o[0] not in held]
             return dataclasses.replace(side, options=(*side.options, *more), parts=tuple(p.chunk for p in parts),
                                        unit=_unit(chunk, rows))
         found = _one_a_row(ask, chunk, years)
-        if found is not None:
+        if found is not None and (quarter is None or found.span in (None, 3)):
             return found
     return None
 

@@ -563,7 +563,7 @@ def quarter_asked(question: str) -> int | None:
     return quarter_number(m) if m else None
 
 
-def _span(cell: str) -> int | None:
+def period_span(cell: str) -> int | None:
     """The months a column's period spans, as its header says ("Three Months Ended", "26 weeks", "Q2", "Year
     Ended"); None when it says none (a balance sheet's date, a plain year)."""
     m = _SPAN.search(cell)
@@ -597,7 +597,7 @@ def period_column(t: Table, year: int, quarter: int | None) -> int | None:
     for i, h in enumerate(t.header):
         if i == 0:
             continue
-        span = _span(h)
+        span = period_span(h)
         if quarter is None:
             inside = t.quarterly and any(q != 4 for _, q in _dated_quarters(h, t.fiscal))
             if span in (None, 12) and not inside and year in fiscal_years(h, t.fiscal):
