@@ -52,6 +52,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 def asked(question: str) -> Asked | None:
+    """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     m = CHOICE.search(question)
     if not m:
         return None
