@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..embed.hashing import tokens
 from ..types import Candidate
 from .arithmetic import parse_number
-from .extractive import STOP, table_lines
+from .extractive import STOP, table_rows
 from .question import CHOICE, MOST
 from .statements import Table, period_column, period_span, unit_of
 
@@ -104,12 +104,6 @@ class Chosen:
                 "column": self.column, "unit": self.unit,
                 "options": [{"option": o, "cell": c, "value": v} for o, c, v in self.options],
                 "chunk_ids": [str(c.chunk_id) for c in (self.chunk, *self.parts)]}
-
-
-def _rows(content: str) -> list[list[str]]:
-    lines = table_lines(content)
-    framed = all(line.strip().startswith("|") and line.strip().endswith("|") for line in lines)
-    return [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]
 
 
 def _figure(cell: str) -> float | None:
@@ -220,7 +214,7 @@ def choose(question: str, context: Sequence[Candidate], years: Sequence[int] = (
     if ask is None:
         return None
     tables = [(c, rows) for c in context if c.chunk_type == "table"
-              and len(rows := _rows(c.content)) >= 3 and len(rows[0]) >= 2]
+              and len(rows := table_rows(c.content)) >= 3 and len(rows[0]) >= 2]
     for chunk, rows in tables:
         side = _side_by_side(ask, chunk, rows, years)
         if side is not None and (quarter is None or side.span in (None, 3)):

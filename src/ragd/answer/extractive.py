@@ -88,12 +88,17 @@ def row_text(header: Sequence[str], row: Sequence[str]) -> str:
     return "; ".join(f"{h}: {v}" if h else v for h, v in zip(header, row) if v)
 
 
-def table(content: str) -> tuple[list[str], list[list[str]]]:
-    """A table chunk's header (its rows joined, see `_header`) and body rows; ([], []) for fewer than two rows."""
+def table_rows(content: str) -> list[list[str]]:
+    """A table chunk's rows as cells, header rows included."""
     lines = table_lines(content)
     # Markdown rows are framed ("| a | b |"); ragd's own table text is not (" | 2019 | 2018": an empty first cell)
     framed = all(line.strip().startswith("|") and line.strip().endswith("|") for line in lines)
-    rows = [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]
+    return [[c.strip() for c in (line.strip()[1:-1] if framed else line).split("|")] for line in lines]
+
+
+def table(content: str) -> tuple[list[str], list[list[str]]]:
+    """A table chunk's header (its rows joined, see `_header`) and body rows; ([], []) for fewer than two rows."""
+    rows = table_rows(content)
     return _header(rows) if len(rows) > 1 else ([], [])
 
 
