@@ -92,6 +92,9 @@ def test_onnx_bge_small_conformance_and_relevance() -> None:
     docs = emb.embed_documents(TEXTS[:3])
     scores = docs @ q
     assert scores[0] > scores[1] and scores[2] > scores[1]
+    # its threads sleep between runs: spinning ones took the cores of the extraction processes during an ingest
+    options = emb._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 class _FakeOpenAI(JsonService):
