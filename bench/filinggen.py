@@ -14,7 +14,8 @@ nearest January 31). Types, sizes and margins vary by issuer.
 
 The questions (`filings.jsonl`, one a line): line items looked up by the names analysts use ("capital
 expenditure", "COGS", "total current assets"), metrics computed from them (gross margin, capex over revenue, the
-change in net sales), the reason for a change (MD&A's sentence), and questions the collection cannot answer (an
+change in net sales), the reason for a change (MD&A's sentence), what drove the operating margin's change (its
+movement and MD&A's reason), and questions the collection cannot answer (an
 issuer it does not hold, a year none of the issuer's filings covers: `answerable: false`, to be abstained on).
 """
 
@@ -41,6 +42,11 @@ DRIVERS = ["higher unit volumes in the {seg} segment", "price increases across m
            "favorable foreign currency effects"]
 DRAGS = ["lower demand in the {seg} segment", "unfavorable foreign currency effects", "the exit of a product line",
          "store closures", "supply chain disruptions"]
+# what moved the operating margin, up or down (drawn from each issuer's and year's own random stream)
+LIFTS = ["lower freight and distribution costs", "leverage of fixed costs on higher sales",
+         "a favorable mix of higher-margin products", "savings from the restructuring program"]
+WEIGHS = ["higher raw material costs", "increased promotional activity", "higher wage rates in distribution",
+          "an impairment of store assets"]
 SEGMENTS = ["Consumer", "Industrial", "Professional", "International", "Digital"]
 
 
@@ -55,6 +61,18 @@ class Issuer:
     size: float
     years: dict[int, dict[str, float]] = field(default_factory=dict)
     reasons: dict[int, str] = field(default_factory=dict)
+
+
+def operating_margin(issuer: Issuer, year: int) -> float:
+    f = issuer.years[year]
+    return f["operating income"] / f["net sales"] * 100
+
+
+def margin_reason(issuer: Issuer, year: int) -> str:
+    """What the MD&A says moved the operating margin in the year, from its own random stream (the figures are the
+    same with or without it)."""
+    up = operating_margin(issuer, year) >= operating_margin(issuer, year - 1)
+    return random.Random(f"{issuer.name}-margin-{year}").choice(LIFTS if up else WEIGHS)
 
 
 def year_end(issuer: Issuer, year: int) -> dt.date:
@@ -256,6 +274,10 @@ def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> di
                 f"million in fiscal {year}, primarily due to {issuer.reasons[year]}. Gross profit as a percentage "
                 f"of net sales was {now['gross profit'] / now['net sales'] * 100:.1f}% compared with "
                 f"{before['gross profit'] / before['net sales'] * 100:.1f}% in the prior year.")
+    margin, was = operating_margin(issuer, year), operating_margin(issuer, year - 1)
+    d.paragraph(f"Operating income as a percentage of net sales was {margin:.1f}% in fiscal {year} compared with "
+                f"{was:.1f}% in fiscal {year - 1}; the {'increase' if margin >= was else 'decrease'} was primarily "
+                f"driven by {margin_reason(issuer, year)}.")
     d.paragraph("Selling, general and administrative expenses reflect continued investment in our stores, "
                 "technology and people. We believe our liquidity, including cash from operations and our credit "
                 "facility, is sufficient to meet our needs for at least the next twelve months.")
@@ -366,6 +388,12 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
                 f"{issuer.short}? Answer in units of percents and round to one decimal place.", f"{capex:.1f}%", "cash")
             add(issuer, year, "reason", f"What drove the change in {issuer.short}'s net sales in FY{year}?",
                 issuer.reasons[year].replace("{seg}", ""), "mdna")
+            margin, was = operating_margin(issuer, year), operating_margin(issuer, year - 1)
+            add(issuer, year, "drivers", f"What drove operating margin change as of FY{year} for {issuer.short}? If "
+                "operating margin is not a useful metric for a company like this, then please state that and explain "
+                f"why.", f"Operating margin {'increased' if margin >= was else 'decreased'} by "
+                f"{abs(margin - was):.1f}% primarily due to {margin_reason(issuer, year)}.",
+                "mdna")
             item, most = [("operating income", True), ("net sales", False)][year % 2]
             parts = segments(issuer, year)
             first = (max if most else min)(parts, key=lambda name: parts[name][item])

@@ -22,10 +22,12 @@ from ragd.answer.statements import (
     Missing,
     Table,
     answer,
+    asks_movement,
     concept_of,
     label_key,
     quarter_asked,
     quarters_asked,
+    topic,
 )
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
@@ -205,6 +207,16 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     missing = answer("What is the 2021 days sales outstanding?", tables)
     assert isinstance(missing, Missing) and "receivables for 2021" in missing.reason
     assert answer("What drove the change in gross margin in 2021?", tables) is None  # a reason, not a figure
+    # ... unless its movement is asked, the figure the reasons explain: the year's against the year before
+    asked = "What drove the reduction in net income as a percent of net sales in FY2021?"
+    assert asks_movement(read_question(asked).text) and not asks_movement("What drove the change in 2021?")
+    moved = answer(read_question(asked).text, tables, movement=True)
+    assert isinstance(moved, Computed) and moved.years == (2020, 2021) and moved.earlier[0][0] == 2020
+    assert moved.sentence().startswith("Net income as a percent of revenue, 2021: 10%, up 1.1 points from 8.89% in "
+                                       "2020")
+    assert topic(moved) == {"incom"}  # what a sentence giving its reasons speaks of
+    sales = answer("What drove the change in net sales in 2021?", tables, movement=True)
+    assert isinstance(sales, Computed) and topic(sales) == {"reven", "net", "sales"}  # as the rows say it
 
 
 def test_per_share_sections_titles_over_years_and_qualified_items_are_read_as_meant() -> None:
@@ -348,7 +360,7 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
                       "--json"], cli_env, timeout=600)
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["figures"]
-    assert figures["questions"] == 33 and figures["unanswerable"] == 2
+    assert figures["questions"] == 39 and figures["unanswerable"] == 2
     assert figures["filing@1"] >= 0.9  # the right issuer and year among six look-alikes
     assert figures["unanswerable_abstained"] == 1.0
     assert figures["correct"] >= 0.6 and figures["wrong"] <= 0.1
@@ -356,7 +368,7 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
     assert {"embed", "lexical", "generate"} <= set(stages) and all(v >= 0 for v in stages.values())
     with open(tmp_path / "filings_per_query.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 35 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
+    assert len(rows) == 41 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
     lookups = [r for r in rows if r["kind"] == "lookup"]
     assert all(r["cited_pages"] for r in lookups if r["verdict"] == "correct")
     # which segment or activity stands first: read from the segment note's table or the cash flow statement, the
@@ -364,6 +376,11 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
     choices = [r for r in rows if r["kind"] == "choice"]
     assert len(choices) == 9 and sum(r["gold"].lower() in r["answer"].split(" had the")[0].lower()
                                      for r in choices) >= 8, choices
+    # what drove the operating margin's change: its movement computed from the statements, then MD&A's reason
+    drivers = [r for r in rows if r["kind"] == "drivers"]
+    assert len(drivers) == 6 and sum(r["answer"].startswith("Operating margin, ") and
+                                     r["gold"].split(" due to ")[1].rstrip(".") in r["answer"]
+                                     for r in drivers) >= 5, [(r["answer"], r["gold"]) for r in drivers]
 
 
 def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filings: Path,
@@ -425,6 +442,19 @@ def test_a_question_asking_why_is_answered_by_the_sentence_that_says_why() -> No
                 "store openings.")
     quoted = extract("What drove the change in Consumer segment net sales in fiscal 2021?", [mdna]).text
     assert "primarily due to new store openings" in quoted
+    # the reasons of a computed movement: only sentences giving a cause and speaking of the measure, in any words
+    margins = dataclasses.replace(
+        _chunk("x"), chunk_type="paragraph",
+        content="Operating margin is a measure management reviews. Net sales rose 6%, primarily due to new store "
+                "openings. Operating income as a percentage of net sales fell, primarily driven by higher freight "
+                "costs.\n• In 2021, the following impacted operating margins:\n• Higher wages lowered it by 0.4 "
+                "points.\n• Pricing raised it by 0.2 points.\nNext year we expect more stores.")
+    quoted = extract("What drove operating margin change in 2021?", [margins], topic=frozenset({"opera", "margi"}))
+    assert quoted.pieces[0][0].startswith("Operating income as a percentage of net sales fell")
+    assert all("new store openings" not in q and "management reviews" not in q for q, _, _ in quoted.pieces)
+    # a sentence ending in a colon is quoted with what it introduces
+    listed = extract("What impacted operating margins in 2021?", [margins]).text
+    assert "the following impacted operating margins: • Higher wages lowered it by 0.4 points. • Pricing" in listed
 
 
 def test_period_labels_set_above_a_table_become_its_header() -> None:

@@ -1123,9 +1123,11 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     # are only its context, and are not reranked (the cross-encoder is most of an answer's time)
     scope = _scope(question, col)
     read = read_question(question)
-    early = None
+    early = lead = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
         early = _from_statements(read, scope, col, timings)
+        if statements.asks_movement(read.text):  # the movement whose reasons are asked leads the reasons quoted
+            lead, early = (early if isinstance(early, Computed) else None), None
     if isinstance(early, (Computed, Chosen)) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
     ranked = retrieve(question, plan, col, timings=timings, debug=info, scope=scope)
@@ -1156,6 +1158,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
         checked = check(stated.sentence(decimals_asked(read.instructions)),
                         [*context.chunks, *stated.cited()])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
+    elif lead is not None and generator is None:  # the movement computed, and the reasons its filing gives
+        written = _with_movement(lead, read.text, ranked, col, reranked, decimals_asked(read.instructions))
     elif evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
@@ -1271,7 +1275,8 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
     here: the total's X is no answer."""
     years = statements.years_asked(read.text)
     chooses = choice.asked(read.text)
-    if not years or (chooses is None and statements.asked(read.text) == (None, None)) or (
+    movement = statements.asks_movement(read.text)
+    if not years or (chooses is None and statements.asked(read.text, cause=movement) == (None, None)) or (
             chooses is not None and not chooses.options):
         return None
     started = time.perf_counter()
@@ -1287,11 +1292,31 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
                 outcome = choice.choose(read.text, chunks, years)
             else:  # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
                 tables = [t for c in chunks for t in statements.Table.read(c)]
-                outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked)
+                outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked,
+                                            movement=movement)
             if isinstance(outcome, (Computed, Chosen)):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000
     return outcome
+
+
+def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
+                   decimals: int | None) -> _Written:
+    """The movement of the measure a question asks the reasons of ("Operating margin, 2022: 19.1%, down 1.7 points
+    from 20.8% in 2021 = ..."), then the sentences of the same filing that give a cause and speak of the measure
+    (in whatever words: "operating income as a percentage of net sales"), or that none was found. The figure
+    grounds the answer in the filing its statements are read from; the reasons are its passages retrieved."""
+    reranker = col.client.reranker
+    model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
+    doc = lead.facts[0].chunk.doc_id
+    own = [c for c in ranked if c.doc_id == doc and c.chunk_type != "table"]
+    quoted = extract(asked, own, model, max_chunks=REASON_CHUNKS, topic=statements.topic(lead)).text
+    checked = check(f"{lead.sentence(decimals)} {quoted or 'No passage found says what drove it.'}",
+                    [*own, *lead.cited()])
+    return _Written(checked.text, checked.cited, checked.invalid, calculation=lead.as_dict())
+
+
+REASON_CHUNKS = 5  # the filing's passages retrieved first in which the reasons for a movement are looked for
 
 
 def _led_by(lead: Sequence[Candidate], ranked: Sequence[Candidate], k: int) -> list[Candidate]:

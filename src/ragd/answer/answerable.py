@@ -62,7 +62,8 @@ change changed changes increase increased increases decrease decreased decreases
 compare compared comparison versus vs growth grow grew rise rose fall fell decline declined
 total sum average mean ratio proportion percentage percent share portion fraction number amount value figure
 figures count counted combined altogether overall across between among during within from to over under
-reason reasons cause caused causes led lead leads result resulted results due because driven drive drivers factor
+reason reasons cause caused causes led lead leads result resulted results due because driven drive drives drove driving
+driver drivers factor
 factors contribute contributed contributing attributable explain explained impact affect affected
 year years period periods fiscal annual annually quarter quarters respective
 type types kind kinds component components item items element elements category categories part parts detail

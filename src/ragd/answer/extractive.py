@@ -158,8 +158,27 @@ def _answers_form(piece: str, table_row: bool, choice: bool, kind: frozenset[str
     return all(w[:5] in held for w in kind)  # a word's first five letters: "intensive" and "intensity" alike
 
 
+INTRODUCED = 3  # the pieces a quoted sentence ending in a colon introduces, quoted with it
+
+
+def _introduced(units: list[str], i: int) -> str:
+    """Piece i, with what it introduces when it ends in a colon ("the following impacted operating margins:"):
+    the pieces after it, up to INTRODUCED, until one that introduces pieces of its own."""
+    if not units[i].rstrip().endswith(":"):
+        return units[i]
+    following = []
+    for unit in units[i + 1 : i + 1 + INTRODUCED]:
+        if unit.rstrip().endswith(":"):
+            break
+        following.append(unit)
+    return " ".join([units[i], *following])
+
+
 def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,
-            max_pieces: int = 3) -> Extract:
+            max_pieces: int = 3, topic: frozenset[str] = frozenset()) -> Extract:
+    """The context's best pieces for the question (its first `max_chunks` chunks, at most `max_pieces` pieces),
+    each with its chunk's marker. With a `topic` (the words of a measure whose movement was computed), only pieces
+    that give a cause and speak of the measure are quoted: its reasons."""
     chosen: list[tuple[str, Candidate, float]] = []
     best = 0.0
     terms = set(tokens(question)) - STOP
@@ -179,6 +198,9 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             top = max(scores)
             scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
                       for x, u in zip(scores, units)]
+        if topic:
+            scores = [x if _GIVES_CAUSE.search(u) and topic & {w[:5] for w in tokens(u)} else 0.0
+                      for x, u in zip(scores, units)]
         if choice or kind:  # a piece that cannot answer the question's form is never quoted
             rows = chunk.chunk_type == "table"
             scores = [x if _answers_form(u, rows, choice, kind) else 0.0 for x, u in zip(scores, units)]
@@ -189,7 +211,7 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             take = [i for i in order[:1] if scores[i] >= best * LATER_SHARE]
         take = [i for i in take if scores[i] > 0]  # a piece sharing nothing with the question is never quoted
         best = max(best, scores[order[0]])
-        chosen += [(units[i], chunk, scores[i]) for i in sorted(take)]
+        chosen += [(_introduced(units, i), chunk, scores[i]) for i in sorted(take)]
         if len(chosen) >= max_pieces:
             break
     chosen = chosen[:max_pieces]

@@ -785,12 +785,15 @@ def qualified(question: str) -> bool:
     return bool(_PART.search(before) or _NAMED_PART.search(before))
 
 
-def asked(question: str) -> tuple[Metric | None, str | None]:
+def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None]:
     """The metric a question asks for, else the line item it looks up (concept), else (None, None). "A as a
     percent of B" is the ratio of two line items; a question about an item the vocabulary does not name, as a
-    percent of one it does ("wages as a percent of net sales"), asks for neither."""
+    percent of one it does ("wages as a percent of net sales"), asks for neither. A question asking for a reason
+    asks for neither, unless `cause` (then: the metric or item whose movement it asks the reasons of)."""
     if _CAUSE.search(question):
-        return None, None
+        if not cause:
+            return None, None
+        question = _CAUSE.sub(" ", question)
     metric = next((m for m in METRICS if m.pattern.search(question)), None)
     if metric is not None:
         return metric, None
@@ -813,14 +816,42 @@ def years_asked(question: str) -> list[int]:
     return years
 
 
+def asks_movement(question: str) -> bool:
+    """Whether the question asks what drove a change in one year ("What drove operating margin change as of
+    2022?", "What drove the reduction in SG&A as a percent of net sales in 2023?"): the movement of the metric
+    or item it names, from the year before, is the figure the reasons explain."""
+    return bool(_CAUSE.search(question)) and len(years_asked(question)) == 1 and asked(question, cause=True) != (
+        None, None)
+
+
+_GENERIC = frozenset({"percent", "revenue", "sales", "net", "total", "ratio", "change", "average"})
+
+
+def topic(computed: Computed) -> frozenset[str]:
+    """The first five letters of the words naming a computed metric or line item (of its part before "as a percent
+    of"; a line item also as its row says it: "Net sales" for revenue), but those many measures' sentences say
+    ("revenue", "net", "percent") unless it has no other: what a sentence about it holds."""
+    names = [computed.name.split(" as a percent of ")[0]]
+    if not computed.formula:  # a line item: its rows' labels
+        names += [f.label for f in computed.facts]
+    words = [w for w in re.findall(r"[a-z&]+", " ".join(names).lower())
+             if len(w) > 2 and w not in ("and", "the", "of")]
+    specific = [w for w in words if w not in _GENERIC]
+    return frozenset(w[:5] for w in specific or words)  # "revenue": its own word
+
+
 def answer(question: str, tables: Sequence[Table], hint: str | None = None,
-           percent: bool = False, original: str | None = None) -> Computed | Missing | None:
+           percent: bool = False, original: str | None = None, movement: bool = False) -> Computed | Missing | None:
     """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
     missing; None when the question asks for neither (or for a reason, or names no year). `percent`: the
     question's instructions ask for a percentage (a change in an item is then its growth rate); `original`:
-    the question as asked, where its quarters are read when `question` no longer says them."""
-    metric, concept = asked(question)
+    the question as asked, where its quarters are read when `question` no longer says them; `movement`: the
+    question asks what drove the change of one year (`asks_movement`): the metric in that year and the one
+    before, compared."""
+    metric, concept = asked(question, cause=movement)
     years = years_asked(question)
+    if movement and len(years) == 1:
+        years = [years[0] - 1, years[0]]
     quarters = quarters_asked(original or question)
     held = tuple(sorted(quarters.items()))
     if (metric is None and concept is None) or not years:
@@ -832,7 +863,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint, quarters)
-        elif len(years) == 2 and _COMPARE.search(question):  # the item in both years, and by how much it moved
+        elif len(years) == 2 and (movement or _COMPARE.search(question)):  # the item in both years, and its move
             metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
                                   "", ""), True
         else:
@@ -842,7 +873,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
     compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
-        and bool(_COMPARE.search(question))
+        and (movement or bool(_COMPARE.search(question)))
     targets = years if averaged or compared else [years[-1]]
     results: list[tuple[float, tuple[Fact, ...]]] = []
     for year in targets:
