@@ -126,9 +126,16 @@ HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 202
     ("What is the quorra of 2021?", set()),  # a lower-case word is not a name
     ("What was Quorra's revenue in FY2015?", {5}),  # the filings that can speak of the years named
     ("What drove Quorra's margins?", {1, 2, 5}),
+    ("Was there any drop in cash between FY 2021 and Q2 of FY2022?", {4}),  # the only issuer of that quarter
+    ("Was there any drop in cash between FY 2020 and Q2 of FY2021?", set()),  # no document of that quarter
 ])
 def test_a_question_names_the_issuers_it_names(question: str, doc_ints: set[int]) -> None:
     assert {d.int for d in scope_of(question, HELD).doc_ids} == doc_ints
+
+
+def test_a_quarter_several_issuers_hold_names_none_of_them() -> None:
+    held = [*HELD, Held(uuid.UUID(int=6), "Advanced Lumen Devices Corporation", (), "10-Q", 2022, 2)]
+    assert scope_of("Was there any drop in cash between FY 2021 and Q2 of FY2022?", held).doc_ids == ()
 
 
 def test_a_question_naming_an_issuer_or_period_the_collection_lacks_says_so() -> None:

@@ -10,7 +10,9 @@ or a period no document of the issuer covers, there is nothing to answer from, a
 
 An issuer is named by its name without the legal form ("Best Buy", "Kraft Heinz"), by the first word of it when
 the question writes it capitalised ("Costco", "Verizon"), by a trading symbol of its cover page ("JPM", "JnJ" for
-JNJ), or by the initials of a name of three words or more ("AMD")."""
+JNJ), or by the initials of a name of three words or more ("AMD"). A question naming no issuer but a fiscal quarter
+("Was there any drop in cash between FY 2023 and Q2 of FY2024?") is about the issuer whose documents alone are of
+that quarter, when one issuer's are."""
 
 from __future__ import annotations
 
@@ -141,7 +143,7 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
     years = years_of(question)
     quarter = quarter_of(question)
     query = periods(question)
-    named = [h for h in held if _names(question, h)]
+    named = [h for h in held if _names(question, h)] or _only_of_quarter(held, years, quarter)
     if not named:
         unknown = tuple(dict.fromkeys(
             m.group(1) for m in _POSSESSIVE.finditer(question) if not any(ch.isdigit() for ch in m.group(1))))
@@ -157,6 +159,15 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
     if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
         unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
     return Scope(issuers, mine, years, quarter, query, unheld)
+
+
+def _only_of_quarter(held: Sequence[Held], years: Sequence[int], quarter: int | None) -> list[Held]:
+    """For a question naming no issuer, but a fiscal quarter of a year ("between FY 2023 and Q2 of FY2024"): the
+    documents of that quarter, when they are one issuer's (the only issuer the question can be about); else none."""
+    if quarter is None or not years:
+        return []
+    of_quarter = [h for h in held if h.fiscal_quarter == quarter and h.fiscal_year == max(years)]
+    return of_quarter if len({h.key for h in of_quarter}) == 1 else []
 
 
 def _for(years: Sequence[int], quarter: int | None) -> str:
