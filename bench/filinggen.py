@@ -15,8 +15,9 @@ nearest January 31). Types, sizes and margins vary by issuer.
 The questions (`filings.jsonl`, one a line): line items looked up by the names analysts use ("capital
 expenditure", "COGS", "total current assets"), metrics computed from them (gross margin, capex over revenue, the
 change in net sales), the reason for a change (MD&A's sentence), what drove the operating margin's change (its
-movement and MD&A's reason), and questions the collection cannot answer (an
-issuer it does not hold, a year none of the issuer's filings covers: `answerable: false`, to be abstained on).
+movement and MD&A's reason), whether the gross margin has been consistent (its latest years), and questions the
+collection cannot answer (an issuer it does not hold, a year none of the issuer's filings covers: `answerable:
+false`, to be abstained on).
 """
 
 from __future__ import annotations
@@ -399,7 +400,14 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
             first = (max if most else min)(parts, key=lambda name: parts[name][item])
             add(issuer, year, "choice", f"Which of {issuer.short}'s segments had the {'highest' if most else 'lowest'} "
                 f"{item} in FY{year}?", first, "segments")
-            if year == years[-1]:
+            if year == years[-1]:  # how the gross margin moved over the latest filing's years
+                gross = f["gross profit"] / f["net sales"] * 100
+                was = issuer.years[year - 1]["gross profit"] / issuer.years[year - 1]["net sales"] * 100
+                add(issuer, year, "trend", f"Are {issuer.short}'s gross margins historically consistent (not "
+                    "fluctuating more than roughly 2% each year)? If gross margins are not a relevant metric for a "
+                    "company like this, then please state that and explain why.",
+                    f"Gross margin was {gross:.1f}% in FY{year}, {'up' if gross >= was else 'down'} "
+                    f"{abs(gross - was):.1f}% from FY{year - 1}.", "income")
                 flows = {k.split(" activities")[0].split()[-1]: f[k] for k in CASH if k.endswith("activities")}
                 add(issuer, year, "choice", f"Among operating, investing, and financing activities, which brought in "
                     f"the most (or lost the least) cash flow for {issuer.short} in FY{year}?",

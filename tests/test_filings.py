@@ -23,6 +23,7 @@ from ragd.answer.statements import (
     Table,
     answer,
     asks_movement,
+    asks_trend,
     concept_of,
     label_key,
     quarter_asked,
@@ -222,6 +223,11 @@ def test_metrics_are_computed_across_statements_with_each_operand_cited() -> Non
     assert moved.sentence().startswith("Net income as a percent of revenue, 2021: 10%, up 1.1 points from 8.89% in "
                                        "2020")
     assert topic(moved) == {"incom"}  # what a sentence giving its reasons speaks of
+    consistent = "Are its gross margins historically consistent (not fluctuating more than 2% each year)?"
+    assert asks_trend(consistent) and not asks_trend("Are its 2021 gross margins consistent?")
+    over = answer(consistent, tables, over=[2019, 2020, 2021])
+    assert isinstance(over, Computed) and [y for y, _ in over.earlier] == [2019, 2020]
+    assert over.sentence(1).startswith("Gross margin, 2021: 40.0%, unchanged from 40.0% in 2020 (")
     sales = answer("What drove the change in net sales in 2021?", tables, movement=True)
     assert isinstance(sales, Computed) and topic(sales) == {"reven", "net", "sales"}  # as the rows say it
 
@@ -367,7 +373,7 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
                       "--json"], cli_env, timeout=600)
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["figures"]
-    assert figures["questions"] == 39 and figures["unanswerable"] == 2
+    assert figures["questions"] == 42 and figures["unanswerable"] == 2
     assert figures["filing@1"] >= 0.9  # the right issuer and year among six look-alikes
     assert figures["unanswerable_abstained"] == 1.0
     assert figures["correct"] >= 0.6 and figures["wrong"] <= 0.1
@@ -375,7 +381,7 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
     assert {"embed", "lexical", "generate"} <= set(stages) and all(v >= 0 for v in stages.values())
     with open(tmp_path / "filings_per_query.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 41 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
+    assert len(rows) == 44 and all(r["verdict"] in ("correct", "wrong", "abstained") for r in rows)
     lookups = [r for r in rows if r["kind"] == "lookup"]
     assert all(r["cited_pages"] for r in lookups if r["verdict"] == "correct")
     # which segment or activity stands first: read from the segment note's table or the cash flow statement, the
@@ -385,6 +391,9 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
                                      for r in choices) >= 8, choices
     # what drove the operating margin's change: its movement computed from the statements, then MD&A's reason
     drivers = [r for r in rows if r["kind"] == "drivers"]
+    trends = [r for r in rows if r["kind"] == "trend"]  # gross margins consistent? over the latest three years
+    assert len(trends) == 3 and sum(r["verdict"] == "correct" and r["answer"].startswith("Gross margin, 2021: ")
+                                    and " in 2020 (" in r["answer"] for r in trends) >= 2, trends
     assert len(drivers) == 6 and sum(r["answer"].startswith("Operating margin, ") and
                                      r["gold"].split(" due to ")[1].rstrip(".") in r["answer"]
                                      for r in drivers) >= 5, [(r["answer"], r["gold"]) for r in drivers]

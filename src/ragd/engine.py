@@ -68,7 +68,7 @@ from .retrieve.legs import (
     vector_sql,
 )
 from .retrieve.postings import PostingsCache
-from .retrieve.scope import HeldCache, Scope, names_issuer, scope_of, statement_documents
+from .retrieve.scope import ANNUAL, HeldCache, Scope, names_issuer, scope_of, statement_documents
 from .store import Store, blocks, queries
 from .store.originals import Original
 from .store.originals import originals_for as original_files
@@ -1272,10 +1272,16 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
     investing and financing activities, which brought in the most cash"): only where the question names an issuer
     the collection holds (which document's statements is then known); its documents tried in the order of
     `statement_documents`. A choice among items it does not name ("which segment had the highest X") is not read
-    here: the total's X is no answer."""
+    here: the total's X is no answer. A trend asked with no year ("are its gross margins historically
+    consistent?") is read over the years of the issuer's latest annual filing."""
     years = statements.years_asked(read.text)
     chooses = choice.asked(read.text)
     movement = statements.asks_movement(read.text)
+    over: list[int] = []
+    annual = [h.fiscal_year for h in scope.held if h.form in ANNUAL and h.fiscal_year]
+    if not years and chooses is None and annual and statements.asks_trend(read.text):  # over the latest years
+        years = over = list(range(max(annual) - statements.TREND_YEARS + 1, max(annual) + 1))
+        scope = dataclasses.replace(scope, years=(over[-1],))  # whose statements are read first
     if not years or (chooses is None and statements.asked(read.text, cause=movement) == (None, None)) or (
             chooses is not None and not chooses.options):
         return None
@@ -1293,7 +1299,7 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
             else:  # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
                 tables = [t for c in chunks for t in statements.Table.read(c)]
                 outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked,
-                                            movement=movement)
+                                            movement=movement, over=over)
             if isinstance(outcome, (Computed, Chosen)):
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000

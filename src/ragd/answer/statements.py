@@ -657,7 +657,7 @@ class Computed:
     formula: str
     facts: tuple[Fact, ...]
     years: tuple[int, ...]
-    earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years named
+    earlier: tuple[tuple[int, float], ...] = ()  # a comparison asked: the metric in the earlier years, in order
     quarters: tuple[tuple[int, int], ...] = ()  # (year, its fiscal quarter) where a quarter of it was asked
     also: tuple[tuple[str, float, str, str], ...] = ()  # a judgement's other measures: (name, value, unit, formula)
 
@@ -680,7 +680,8 @@ class Computed:
         shown = self._shown(self.result, decimals)
         if self.earlier:
             year = self.years[-1]
-            trend = ", ".join(f"{self._shown(v, decimals)} in {self._when(y)}" for y, v in self.earlier)
+            shown_in = [f"{self._shown(v, decimals)} in {self._when(y)}" for y, v in reversed(self.earlier)]
+            trend = shown_in[0] + (f" ({', '.join(shown_in[1:])})" if shown_in[1:] else "")  # and the years before
             before = self.earlier[-1][1]
             diff = self.result - before
             by = (f"{abs(diff):,.{1 if decimals is None else decimals}f} points" if self.unit == "%"
@@ -840,18 +841,32 @@ def topic(computed: Computed) -> frozenset[str]:
     return frozenset(w[:5] for w in specific or words)  # "revenue": its own word
 
 
+_TREND = re.compile(r"\b(?:historical(?:ly)?|consistent(?:ly)?|stable|steady|fluctuat\w*|volatil\w*|trend\w*|"
+                    r"over\s+the\s+(?:years|past|last)|each\s+year|every\s+year|year\s+(?:over|to)\s+year)\b",
+                    re.IGNORECASE)
+TREND_YEARS = 3  # a trend asked with no year: the measure over the latest filing's years (its income statement's)
+
+
+def asks_trend(question: str) -> bool:
+    """Whether the question asks how a measure it names has moved over the years, naming none ("Are its gross
+    margins historically consistent?"): the measure over the latest annual filing's years answers it."""
+    return not years_asked(question) and bool(_TREND.search(question)) and asked(question) != (None, None)
+
+
 def answer(question: str, tables: Sequence[Table], hint: str | None = None,
-           percent: bool = False, original: str | None = None, movement: bool = False) -> Computed | Missing | None:
+           percent: bool = False, original: str | None = None, movement: bool = False,
+           over: Sequence[int] = ()) -> Computed | Missing | None:
     """The metric or line item the question asks for, computed from the tables' facts; Missing naming what is
     missing; None when the question asks for neither (or for a reason, or names no year). `percent`: the
     question's instructions ask for a percentage (a change in an item is then its growth rate); `original`:
     the question as asked, where its quarters are read when `question` no longer says them; `movement`: the
     question asks what drove the change of one year (`asks_movement`): the metric in that year and the one
-    before, compared."""
+    before, compared; `over`: the years of a trend asked (`asks_trend`), each compared with the one before."""
     metric, concept = asked(question, cause=movement)
-    years = years_asked(question)
+    years = list(over) or years_asked(question)
     if movement and len(years) == 1:
         years = [years[0] - 1, years[0]]
+    movement = movement or len(over) > 1
     quarters = quarters_asked(original or question)
     held = tuple(sorted(quarters.items()))
     if (metric is None and concept is None) or not years:
@@ -863,7 +878,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint, quarters)
-        elif len(years) == 2 and (movement or _COMPARE.search(question)):  # the item in both years, and its move
+        elif (len(years) == 2 and _COMPARE.search(question)) or (len(years) > 1 and movement):  # and its moves
             metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
                                   "", ""), True
         else:
@@ -872,8 +887,8 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
                 return Missing(concept, (f"{concept.replace('_', ' ')} for {_when(years[-1], quarters)}",))
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
-    compared = not averaged and len(years) == 2 and not metric.name.startswith("change in") \
-        and (movement or bool(_COMPARE.search(question)))
+    compared = not averaged and not metric.name.startswith("change in") and (
+        (len(years) == 2 and bool(_COMPARE.search(question))) or (len(years) > 1 and movement))
     targets = years if averaged or compared else [years[-1]]
     results: list[tuple[float, tuple[Fact, ...]]] = []
     for year in targets:
@@ -899,7 +914,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     unit = metric.unit or (units.pop() if len(units) == 1 else "")  # an amount is in its cells' unit
     if compared:
         return Computed(metric.name, round(results[-1][0], 6), unit, metric.text, used, tuple(targets),
-                        ((targets[0], round(results[0][0], 6)),), held)
+                        tuple((y, round(r, 6)) for y, (r, _) in zip(targets[:-1], results[:-1])), held)
     value = sum(r for r, _ in results) / len(results)
     formula = metric.text if len(results) == 1 else f"average over {len(results)} years of {metric.text}"
     also, more = _companions(metric, tables, targets[-1], hint, quarters)
