@@ -506,6 +506,12 @@ def test_period_labels_set_above_a_table_become_its_header() -> None:
     dated = dataclasses.replace(_chunk(out[1].text, heading=("CONSOLIDATED BALANCE SHEETS (In millions)",)))
     inventory = answer("What were inventories at the end of fiscal 2021?", Table.read(dated))
     assert isinstance(inventory, Computed) and inventory.result == 6854.0  # January 29, 2022 ends fiscal 2021
+    sections = Block("table", "", page=50, header=("Assets", "", "", "", ""),
+                     rows=(("Current assets", "", "", "", ""), ("Cash and cash equivalents", "$", "3,655", "$", "4,564"),
+                           ("Total assets", "46,455", "", "47,072", "")))
+    out = _periods_over_tables([Block("paragraph", "(Dollars in millions, except per share amount) 2022 2021",
+                                      page=50), sections])  # its figures a section label down
+    assert out[1].header == ("Assets", "", "2022", "", "2021") and out[1].rows == sections.rows
     headings = [Block("heading", "2021", page=3), Block("heading", "Results", page=3),
                 Block("table", "", page=3, header=("Item", "2021", "2020"), rows=(("Sales", "1", "2"),))]
     assert _periods_over_tables(headings) == headings  # a header naming its periods is left alone

@@ -1052,17 +1052,19 @@ def _years_over(lines: Sequence[Block], table: Block) -> Block:
 
 def _years_under_line(line: Block, table: Block) -> Block:
     """A table whose first row is figures ("Revenues | $ 44,538 | 37,403 | 39,117"), or whose header is a label
-    alone over rows of figures ("ASSETS Current assets: | |"), under a line naming as many years ("YEAR ENDED
-    MAY 31, 2021 2020 2019"): the years become its header, over the figures' columns, in the order the line names
-    them, each with the line's day when it names one day for all ("May 31, 2021 | May 31, 2020": a year ending in
-    January is named by its day); the line stays where it is."""
+    alone over rows of figures ("ASSETS Current assets: | |", its first figures maybe a few section labels down),
+    under a line naming as many years ("YEAR ENDED MAY 31, 2021 2020 2019"): the years become its header, over
+    the figures' columns, in the order the line names them, each with the line's day when it names one day for all
+    ("May 31, 2021 | May 31, 2020": a year ending in January is named by its day); the line stays where it is."""
     if (line.type not in ("heading", "paragraph") or line.page != table.page or len(line.text.split()) > 20
             or any(_HAS_YEAR.search(c) for c in table.header)):
         return table
     years = list(dict.fromkeys(_HAS_YEAR.findall(line.text)))
     labelled = bool(table.header[0].strip()) and not any(c.strip() for c in table.header[1:]) and table.rows
-    first = table.rows[0] if labelled else table.header
-    places = [i for i, c in enumerate(first) if i and _FIGURE_CELL.match(c.strip().replace("$", "").strip())]
+    # under a label alone ("Assets"), its first row of figures: section labels may come first ("Current assets")
+    first = next((r for r in table.rows[:LABEL_ROWS] if _figure_places(r)), table.rows[0]) if labelled \
+        else table.header
+    places = _figure_places(first)
     if len(years) < 2 or len(places) != len(years):
         return table
     days = list(dict.fromkeys(m.group(1).title() for m in _DAY.finditer(line.text)))
@@ -1070,6 +1072,14 @@ def _years_under_line(line: Block, table: Block) -> Block:
     for i, year in zip(places, years):
         cells[i] = f"{days[0]}, {year}" if len(days) == 1 else year
     return _reheaded(table, tuple(cells), table.rows if labelled else (table.header, *table.rows))
+
+
+LABEL_ROWS = 4  # the rows under a table's label alone where its first figures are looked for
+
+
+def _figure_places(row: Sequence[str]) -> list[int]:
+    """The columns of a row (but its label's) that hold a figure."""
+    return [i for i, c in enumerate(row) if i and _FIGURE_CELL.match(c.strip().replace("$", "").strip())]
 
 
 def _reheaded(table: Block, header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> Block:
