@@ -1159,7 +1159,8 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
                         [*context.chunks, *stated.cited()])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
     elif lead is not None and generator is None:  # the movement computed, and the reasons its filing gives
-        written = _with_movement(lead, read.text, ranked, col, reranked, decimals_asked(read.instructions))
+        written = _with_movement(lead, read.text, ranked, plan, col, reranked, decimals_asked(read.instructions),
+                                 timings)
     elif evidence.abstain:
         written = _Written(ABSTAIN_ANSWER, reason=f"weak evidence: {evidence.signal} {evidence.score} < "
                                                   f"{evidence.threshold}")
@@ -1306,17 +1307,28 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
     return outcome
 
 
-def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], col: Collection, reranked: bool,
-                   decimals: int | None) -> _Written:
+def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan: Plan, col: Collection,
+                   reranked: bool, decimals: int | None, timings: dict[str, float]) -> _Written:
     """The movement of the measure a question asks the reasons of ("Operating margin, 2022: 19.1%, down 1.7 points
     from 20.8% in 2021 = ..."), then the sentences of the same filing that give a cause and speak of the measure
     (in whatever words: "operating income as a percentage of net sales"), or that none was found. The figure
-    grounds the answer in the filing its statements are read from; the reasons are its passages retrieved."""
+    grounds the answer in the filing its statements are read from; the reasons are its passages retrieved for the
+    question, then for the items that move the measure ("cost of goods sold" for a gross margin: a filing may
+    explain its margin by its costs and never say "gross margin")."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     doc = lead.facts[0].chunk.doc_id
-    own = [c for c in ranked if c.doc_id == doc and c.chunk_type != "table"]
-    quoted = extract(asked, own, model, max_chunks=REASON_CHUNKS, topic=statements.topic(lead)).text
+    topic = statements.topic(lead)
+    own = [c for c in ranked if c.doc_id == doc and c.chunk_type != "table"][:REASON_CHUNKS]
+    movers = statements.movers(lead)
+    if movers:
+        started = time.perf_counter()
+        beside = dataclasses.replace(plan, filters=Filters(doc_ids=(doc,)), rerank=False, k=REASON_CHUNKS)
+        seen = {c.chunk_id for c in own}
+        own += [c for c in retrieve(f"{asked} {movers}", beside, col) if c.chunk_type != "table"
+                and c.chunk_id not in seen][:REASON_CHUNKS]
+        timings["reasons"] = (time.perf_counter() - started) * 1000
+    quoted = extract(asked, own, model, max_chunks=len(own), topic=topic, year=lead.years[-1]).text
     checked = check(f"{lead.sentence(decimals)} {quoted or 'No passage found says what drove it.'}",
                     [*own, *lead.cited()])
     return _Written(checked.text, checked.cited, checked.invalid, calculation=lead.as_dict())

@@ -121,7 +121,8 @@ _ASKS_CAUSE = re.compile(r"\b(?:why|what\s+(?:drove|drives|caused|causes|led\s+t
                          r"drivers?|factors?|due\s+to\s+what)\b", re.IGNORECASE)
 _GIVES_CAUSE = re.compile(r"\b(?:due\s+(?:primarily\s+|mainly\s+|largely\s+)?to|driven\s+(?:primarily\s+|mainly\s+)?by|"
                           r"primarily\s+(?:by|from|as\s+a\s+result)|as\s+a\s+result\s+of|because|reflect(?:s|ed|ing)|"
-                          r"attributable\s+to|result(?:ed|ing)?\s+from|offset\s+by|owing\s+to|led\s+by)\b",
+                          r"attributable\s+to|result(?:ed|ing)?\s+from|offset\s+by|owing\s+to|led\s+by|drove|"
+                          r"impacted|affected|contributed\s+to|led\s+to|caused\s+by)\b",
                           re.IGNORECASE)
 CAUSE_SHARE = 0.25  # a sentence giving a reason leads when it scores at least this share of the best one
 # A question asking which of several stands first by a measure ("which segment had the highest net income"), and
@@ -158,27 +159,44 @@ def _answers_form(piece: str, table_row: bool, choice: bool, kind: frozenset[str
     return all(w[:5] in held for w in kind)  # a word's first five letters: "intensive" and "intensity" alike
 
 
+def speaks_of(piece: str, topic: Sequence[frozenset[str]]) -> bool:
+    """Whether a piece speaks of a measure named by `topic` (answer.statements.topic): it holds two words of one of
+    its names, or the one word of a name of one (words by their first five letters)."""
+    held = {w[:5] for w in tokens(piece)}
+    return any(len(group & held) >= min(2, len(group)) for group in topic)
+
+
+_YEAR_NAMED = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _of_year(piece: str, year: int | None) -> bool:
+    """Whether a piece can speak of the year: it names it, or no year ("In 2021, ..." is another year's)."""
+    named = set(_YEAR_NAMED.findall(piece))
+    return year is None or not named or str(year) in named
+
+
+_BULLET = re.compile(r"\s*[\u2022\u25e6\u25aa\u2023\u2043*\u2013-]\s")
 INTRODUCED = 3  # the pieces a quoted sentence ending in a colon introduces, quoted with it
 
 
-def _introduced(units: list[str], i: int) -> str:
+def _introduced(units: list[str], i: int) -> tuple[str, list[int]]:
     """Piece i, with what it introduces when it ends in a colon ("the following impacted operating margins:"):
-    the pieces after it, up to INTRODUCED, until one that introduces pieces of its own."""
-    if not units[i].rstrip().endswith(":"):
-        return units[i]
-    following = []
-    for unit in units[i + 1 : i + 1 + INTRODUCED]:
-        if unit.rstrip().endswith(":"):
-            break
-        following.append(unit)
-    return " ".join([units[i], *following])
+    the pieces after it, up to INTRODUCED, until one that introduces pieces of its own; and their indexes."""
+    following: list[int] = []
+    if units[i].rstrip().endswith(":"):
+        for j in range(i + 1, min(i + 1 + INTRODUCED, len(units))):
+            if units[j].rstrip().endswith(":") or (following and _BULLET.match(units[following[0]])
+                                                   and not _BULLET.match(units[j])):
+                break  # a list of items ends where its items' marks do
+            following.append(j)
+    return " ".join([units[i], *(units[j] for j in following)]), following
 
 
 def extract(question: str, context: Sequence[Candidate], model: Reranker | None = None, *, max_chunks: int = 3,
-            max_pieces: int = 3, topic: frozenset[str] = frozenset()) -> Extract:
+            max_pieces: int = 3, topic: Sequence[frozenset[str]] = (), year: int | None = None) -> Extract:
     """The context's best pieces for the question (its first `max_chunks` chunks, at most `max_pieces` pieces),
-    each with its chunk's marker. With a `topic` (the words of a measure whose movement was computed), only pieces
-    that give a cause and speak of the measure are quoted: its reasons."""
+    each with its chunk's marker. With a `topic` (the names of a measure whose movement in `year` was computed),
+    only pieces that give a cause, speak of the measure and name no other year only are quoted: its reasons."""
     chosen: list[tuple[str, Candidate, float]] = []
     best = 0.0
     terms = set(tokens(question)) - STOP
@@ -199,8 +217,8 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
                       for x, u in zip(scores, units)]
         if topic:
-            scores = [x if _GIVES_CAUSE.search(u) and topic & {w[:5] for w in tokens(u)} else 0.0
-                      for x, u in zip(scores, units)]
+            scores = [x if _GIVES_CAUSE.search(u) and _of_year(u, year) and speaks_of(u, topic)
+                      else 0.0 for x, u in zip(scores, units)]
         if choice or kind:  # a piece that cannot answer the question's form is never quoted
             rows = chunk.chunk_type == "table"
             scores = [x if _answers_form(u, rows, choice, kind) else 0.0 for x, u in zip(scores, units)]
@@ -211,7 +229,8 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             take = [i for i in order[:1] if scores[i] >= best * LATER_SHARE]
         take = [i for i in take if scores[i] > 0]  # a piece sharing nothing with the question is never quoted
         best = max(best, scores[order[0]])
-        chosen += [(_introduced(units, i), chunk, scores[i]) for i in sorted(take)]
+        within = {j for i in take for j in _introduced(units, i)[1]}  # quoted with the piece introducing them
+        chosen += [(_introduced(units, i)[0], chunk, scores[i]) for i in sorted(take) if i not in within]
         if len(chosen) >= max_pieces:
             break
     chosen = chosen[:max_pieces]

@@ -237,6 +237,9 @@ class Metric:
     # a question of judgement ("is it capital-intensive?") is answered with the measures analysts read it by: this
     # metric first, then these (by name), each where the statements give its operands; no verdict is written
     companions: tuple[str, ...] = ()
+    # the line items whose movement moves it (a margin: its costs), which a sentence giving its reasons may speak of
+    # instead of the metric ("cost of products sold increased as a percent to sales, driven by ...")
+    moved_by: tuple[str, ...] = ()
 
 
 def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
@@ -244,9 +247,10 @@ def _avg(v: Mapping[tuple[str, int], float], concept: str) -> float:
 
 
 def _m(name: str, pattern: str, needs: Sequence[tuple[str, int]], formula: Callable[..., float], unit: str,
-       text: str, optional: Sequence[tuple[str, int]] = (), companions: Sequence[str] = ()) -> Metric:
+       text: str, optional: Sequence[tuple[str, int]] = (), companions: Sequence[str] = (),
+       moved_by: Sequence[str] = ()) -> Metric:
     return Metric(name, re.compile(pattern, re.IGNORECASE), tuple(needs), formula, unit, text, tuple(optional),
-                  tuple(companions))
+                  tuple(companions), tuple(moved_by))
 
 
 # the first that matches is the metric (the order matters: "ebitda margin" before "ebitda")
@@ -268,10 +272,11 @@ METRICS: tuple[Metric, ...] = (
     _m("d&a margin", r"\b(?:d&a|depreciation\s+and\s+amortization)\b.{0,60}\bmargin\b", [("da", 0), ("revenue", 0)],
        lambda v: v[("da", 0)] / v[("revenue", 0)] * 100, "%", "depreciation and amortization / revenue"),
     _m("gross margin", r"\bgross\s+(?:profit\s+)?margins?\b", [("gross_profit", 0), ("revenue", 0)],
-       lambda v: v[("gross_profit", 0)] / v[("revenue", 0)] * 100, "%", "gross profit / revenue"),
+       lambda v: v[("gross_profit", 0)] / v[("revenue", 0)] * 100, "%", "gross profit / revenue", moved_by=("cogs",)),
     _m("operating margin", r"\b(?:operating|ebit)\s+(?:income\s+|profit\s+)?margins?\b",
        [("operating_income", 0), ("revenue", 0)],
-       lambda v: v[("operating_income", 0)] / v[("revenue", 0)] * 100, "%", "operating income / revenue"),
+       lambda v: v[("operating_income", 0)] / v[("revenue", 0)] * 100, "%", "operating income / revenue",
+       moved_by=("cogs", "sga")),
     _m("net profit margin", r"\bnet\s+(?:profit\s+|income\s+)?margins?\b|\bprofit\s+margins?\b",
        [("net_income", 0), ("revenue", 0)],
        lambda v: v[("net_income", 0)] / v[("revenue", 0)] * 100, "%", "net income / revenue"),
@@ -825,20 +830,18 @@ def asks_movement(question: str) -> bool:
         None, None)
 
 
-_GENERIC = frozenset({"percent", "revenue", "sales", "net", "total", "ratio", "change", "average"})
-
-
-def topic(computed: Computed) -> frozenset[str]:
-    """The first five letters of the words naming a computed metric or line item (of its part before "as a percent
-    of"; a line item also as its row says it: "Net sales" for revenue), but those many measures' sentences say
-    ("revenue", "net", "percent") unless it has no other: what a sentence about it holds."""
-    names = [computed.name.split(" as a percent of ")[0]]
-    if not computed.formula:  # a line item: its rows' labels
-        names += [f.label for f in computed.facts]
-    words = [w for w in re.findall(r"[a-z&]+", " ".join(names).lower())
-             if len(w) > 2 and w not in ("and", "the", "of")]
-    specific = [w for w in words if w not in _GENERIC]
-    return frozenset(w[:5] for w in specific or words)  # "revenue": its own word
+def topic(computed: Computed) -> tuple[frozenset[str], ...]:
+    """The names of a computed metric or line item, each as the first five letters of its words: its own (the
+    part before "as a percent of"), its rows' labels (of the numerator, for a metric: "Operating income" for an
+    operating margin, "Net sales" for revenue) and the items that move it (a gross margin's cost of goods sold). A
+    sentence about it holds two words of one of them (or the one word of a name of one)."""
+    metric = _BY_NAME.get(computed.name)
+    numerator = metric.needs[0][0] if metric else None
+    names = [computed.name.split(" as a percent of ")[0], *(metric.moved_by if metric else ()),
+             *(f.label for f in computed.facts if not computed.formula or f.concept == numerator)]
+    groups = {frozenset(w[:5] for w in re.findall(r"[a-z&]+", _name(n).lower()) if w not in ("and", "the", "of"))
+              for n in names}
+    return tuple(sorted((g for g in groups if g), key=sorted))
 
 
 _TREND = re.compile(r"\b(?:historical(?:ly)?|consistent(?:ly)?|stable|steady|fluctuat\w*|volatil\w*|trend\w*|"
@@ -851,6 +854,13 @@ def asks_trend(question: str) -> bool:
     """Whether the question asks how a measure it names has moved over the years, naming none ("Are its gross
     margins historically consistent?"): the measure over the latest annual filing's years answers it."""
     return not years_asked(question) and bool(_TREND.search(question)) and asked(question) != (None, None)
+
+
+def movers(computed: Computed) -> str:
+    """The names of the line items whose movement moves a computed metric ("cost of goods sold" for a gross
+    margin), or ""."""
+    metric = _BY_NAME.get(computed.name)
+    return ", ".join(_name(concept) for concept in (metric.moved_by if metric else ()))
 
 
 def answer(question: str, tables: Sequence[Table], hint: str | None = None,
