@@ -417,6 +417,12 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert matches_figure(float(question["answer"].strip("$")), got.answer)
     refused = col.ask("What was Zephyrine's FY2021 capital expenditure?")
     assert refused.abstained and refused.reason == "no document of Zephyrine for 2021 in this collection"
+    # what drove a movement no passage explains: an abstention that tells the movement
+    issuer = question["question"].split(" for ")[-1].split("?")[0]
+    unexplained = col.ask(f"What drove the change in {issuer}'s inventories in FY2021?")
+    assert unexplained.abstained and unexplained.reason
+    assert unexplained.reason.startswith("no passage of the filing says what drove it; Inventory, 2021: ")
+    assert "[chunk:" not in unexplained.reason and " from " in unexplained.reason
 
 
 def test_load_filings_says_what_is_missing(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from .answer.answerable import Judgement, Limits, constraints, content_stems, st
 from .answer.answerable import judge as judge_answerable
 from .answer.arithmetic import Calculation, Refusal, compute
 from .answer.choice import Chosen
-from .answer.citations import check, citation
+from .answer.citations import MARKER, check, citation
 from .answer.extractive import extract
 from .answer.generators import Completion, Generator, make_generator
 from .answer.question import ReadQuestion, decimals_asked, read_question
@@ -1311,7 +1311,8 @@ def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan
                    reranked: bool, decimals: int | None, timings: dict[str, float]) -> _Written:
     """The movement of the measure a question asks the reasons of ("Operating margin, 2022: 19.1%, down 1.7 points
     from 20.8% in 2021 = ..."), then the sentences of the same filing that give a cause and speak of the measure
-    (in whatever words: "operating income as a percentage of net sales"), or that none was found. The figure
+    (in whatever words: "operating income as a percentage of net sales"); when none is found, an abstention saying
+    so, with the movement. The figure
     grounds the answer in the filing its statements are read from; the reasons are its passages retrieved for the
     question, then for the items that move the measure ("cost of goods sold" for a gross margin: a filing may
     explain its margin by its costs and never say "gross margin")."""
@@ -1329,8 +1330,10 @@ def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan
                 and c.chunk_id not in seen][:REASON_CHUNKS]
         timings["reasons"] = (time.perf_counter() - started) * 1000
     quoted = extract(asked, own, model, max_chunks=len(own), topic=topic, year=lead.years[-1]).text
-    checked = check(f"{lead.sentence(decimals)} {quoted or 'No passage found says what drove it.'}",
-                    [*own, *lead.cited()])
+    if not quoted:  # the reasons asked are not found: an abstention, which tells the movement it would explain
+        moved = MARKER.sub("", lead.sentence(decimals))
+        return _Written(ABSTAIN_ANSWER, reason=f"no passage of the filing says what drove it; {moved}", told=True)
+    checked = check(f"{lead.sentence(decimals)} {quoted}", [*own, *lead.cited()])
     return _Written(checked.text, checked.cited, checked.invalid, calculation=lead.as_dict())
 
 
