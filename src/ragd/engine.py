@@ -1312,10 +1312,10 @@ def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan
     """The movement of the measure a question asks the reasons of ("Operating margin, 2022: 19.1%, down 1.7 points
     from 20.8% in 2021 = ..."), then the sentences of the same filing that give a cause and speak of the measure
     (in whatever words: "operating income as a percentage of net sales"); when none is found, an abstention saying
-    so, with the movement. The figure
-    grounds the answer in the filing its statements are read from; the reasons are its passages retrieved for the
-    question, then for the items that move the measure ("cost of goods sold" for a gross margin: a filing may
-    explain its margin by its costs and never say "gross margin")."""
+    so, with the movement. The figure grounds the answer in the filing its statements are read from; the reasons
+    are its passages retrieved for the question, then (the plan's other filters kept) for the items that move the
+    measure ("cost of goods sold" for a gross margin: a filing may explain its margin by its costs and never say
+    "gross margin")."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
     doc = lead.facts[0].chunk.doc_id
@@ -1324,7 +1324,8 @@ def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan
     movers = statements.movers(lead)
     if movers:
         started = time.perf_counter()
-        beside = dataclasses.replace(plan, filters=Filters(doc_ids=(doc,)), rerank=False, k=REASON_CHUNKS)
+        beside = dataclasses.replace(plan, filters=dataclasses.replace(plan.filters, doc_ids=(doc,)), rerank=False,
+                                     k=REASON_CHUNKS)
         seen = {c.chunk_id for c in own}
         own += [c for c in retrieve(f"{asked} {movers}", beside, col) if c.chunk_type != "table"
                 and c.chunk_id not in seen][:REASON_CHUNKS]
