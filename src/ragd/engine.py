@@ -1125,8 +1125,9 @@ def ask(question: str, plan: Plan, store: Collection, *, debug: bool = False, re
     read = read_question(question)
     early = lead = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
-        early = _from_statements(read, scope, col, timings)
-        if statements.asks_movement(read.text):  # the movement whose reasons are asked leads the reasons quoted
+        movement = statements.asks_movement(read.text)
+        early = _from_statements(read, scope, col, timings, movement)
+        if movement:  # the movement whose reasons are asked leads the reasons quoted
             lead, early = (early if isinstance(early, Computed) else None), None
     if isinstance(early, (Computed, Chosen)) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
@@ -1266,18 +1267,18 @@ def _unheld(scope: Scope, col: Collection) -> str | None:
     return None
 
 
-def _from_statements(read: ReadQuestion, scope: Scope, col: Collection,
-                     timings: dict[str, float]) -> Computed | Chosen | Missing | None:
+def _from_statements(read: ReadQuestion, scope: Scope, col: Collection, timings: dict[str, float],
+                     movement: bool = False) -> Computed | Chosen | Missing | None:
     """A line item or metric of the document the question names (answer.statements), read from its statements'
     tables, or the one of the items it names that stands first by a measure (answer.choice: "among operating,
     investing and financing activities, which brought in the most cash"): only where the question names an issuer
     the collection holds (which document's statements is then known); its documents tried in the order of
     `statement_documents`. A choice among items it does not name ("which segment had the highest X") is not read
     here: the total's X is no answer. A trend asked with no year ("are its gross margins historically
-    consistent?") is read over the years of the issuer's latest annual filing."""
+    consistent?") is read over the years of the issuer's latest annual filing; `movement`: the question asks what
+    drove a change (`statements.asks_movement`), read against the year before."""
     years = statements.years_asked(read.text)
     chooses = choice.asked(read.text)
-    movement = statements.asks_movement(read.text)
     over: list[int] = []
     annual = [h.fiscal_year for h in scope.held if h.form in ANNUAL and h.fiscal_year]
     if not years and chooses is None and annual and statements.asks_trend(read.text):  # over the latest years

@@ -229,8 +229,9 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
             take = [i for i in order[:1] if scores[i] >= best * LATER_SHARE]
         take = [i for i in take if scores[i] > 0]  # a piece sharing nothing with the question is never quoted
         best = max(best, scores[order[0]])
-        within = {j for i in take for j in _introduced(units, i)[1]}  # quoted with the piece introducing them
-        chosen += [(_introduced(units, i)[0], chunk, scores[i]) for i in sorted(take) if i not in within]
+        introduced = {i: _introduced(units, i) for i in take}
+        within = {j for _, following in introduced.values() for j in following}  # quoted with what introduces them
+        chosen += [(introduced[i][0], chunk, scores[i]) for i in sorted(take) if i not in within]
         if len(chosen) >= max_pieces:
             break
     chosen = chosen[:max_pieces]

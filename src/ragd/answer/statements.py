@@ -876,7 +876,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     years = list(over) or years_asked(question)
     if movement and len(years) == 1:
         years = [years[0] - 1, years[0]]
-    movement = movement or len(over) > 1
+    each = movement or len(over) > 1  # each year read against the one before it
     quarters = quarters_asked(original or question)
     held = tuple(sorted(quarters.items()))
     if (metric is None and concept is None) or not years:
@@ -888,7 +888,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             metric = _growth(concept)
         elif _AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint, quarters)
-        elif (len(years) == 2 and _COMPARE.search(question)) or (len(years) > 1 and movement):  # and its moves
+        elif (len(years) == 2 and _COMPARE.search(question)) or (len(years) > 1 and each):  # and its moves
             metric, item = Metric(_name(concept), re.compile("$^"), ((concept, 0),), lambda v: v[(concept, 0)],
                                   "", ""), True
         else:
@@ -898,7 +898,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
     averaged = bool(_AVERAGE.search(question)) and len(years) > 1
     compared = not averaged and not metric.name.startswith("change in") and (
-        (len(years) == 2 and bool(_COMPARE.search(question))) or (len(years) > 1 and movement))
+        (len(years) == 2 and bool(_COMPARE.search(question))) or (len(years) > 1 and each))
     targets = years if averaged or compared else [years[-1]]
     results: list[tuple[float, tuple[Fact, ...]]] = []
     for year in targets:
