@@ -39,7 +39,7 @@ from typing import Any
 from _common import DATA, chunk_texts, peak_rss_mb, private_ragd, scifact_docs
 
 import ragd
-from ragd.ingest.pipeline import default_workers
+from ragd.ingest.worker import default_workers
 
 
 def raw_embedder(embedder: str, docs: list[dict[str, object]]) -> float:

@@ -17,7 +17,7 @@ import ragd
 from ragd.config import Settings
 from ragd.ingest.bounds import Limits
 from ragd.ingest.extract import ExtractOptions
-from ragd.ingest.pipeline import extract_path
+from ragd.ingest.read import extract_path
 from ragd.types import Block, ExtractedDocument
 
 from .conftest import DATA

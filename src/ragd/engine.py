@@ -50,9 +50,11 @@ from .ingest.extract import ExtractOptions
 from .ingest.extract.markdown import markdown_blocks
 from .ingest.extract.text import text_blocks
 from .ingest.normalize import unstorable
-from .ingest.pipeline import Duplicates, Part, Progress, run_ingest
+from .ingest.pipeline import run_ingest
+from .ingest.state import Duplicates, Part, Progress
 from .ingest.uploads import spool_folder
-from .pages import Rendered, render_isolated, render_page
+from .ingest.worker import render_isolated
+from .pages import Rendered, render_page
 from .rerank import CrossEncoder, Reranker, RerankOutcome, make_reranker, probability, rerank_fail_open
 from .retrieve.cache import ResultCache, cache_key
 from .retrieve.filters import parse_filters

@@ -46,17 +46,11 @@ from .errors import (
     Superseded,
 )
 from .ingest.extract import ExtractOptions
-from .ingest.pipeline import (
-    PART_ITEMS,
-    Duplicates,
-    Part,
-    expand_paths,
-    failure_outcome,
-    near_threshold,
-    read_source,
-    write_items,
-)
+from .ingest.pipeline import near_threshold
+from .ingest.state import PART_ITEMS, Duplicates, Part, failure_outcome
 from .ingest.uploads import spool_folder
+from .ingest.walk import expand_paths, read_source
+from .ingest.write import write_items
 from .store import queries
 
 log = logging.getLogger("ragd.jobs")

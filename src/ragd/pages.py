@@ -5,9 +5,9 @@ A chunk's boxes come from extraction: (x0, top, x1, bottom) from the page's top 
 are found in the PDF's own text layer (pdfium's search) and marked where they fall inside the chunk's boxes;
 a scan has no text layer, so only its boxes are drawn.
 
-A page drawn for a request is drawn in a worker process (`render_isolated`), stopped past RAGD_RENDER_TIMEOUT_S:
-pdfium is native code that no thread can interrupt (its text search with an empty needle never returns), so the
-bound is a process that can be killed, and the needles are checked before they reach it.
+A page drawn for a request is drawn in a worker process (`ingest.worker.render_isolated`), stopped past
+RAGD_RENDER_TIMEOUT_S: pdfium is native code that no thread can interrupt (its text search with an empty needle
+never returns), so the bound is a process that can be killed, and the needles are checked before they reach it.
 """
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
 
-from .errors import InvalidRequest, NotFound, PageNotRendered, RagdError
-from .ingest.bounds import Limits
-from .ingest.worker import POOL
+from .errors import InvalidRequest, NotFound
 
 WIDTH = 1000  # pixels of a rendered page's width (scaled down from larger images, never up past 3x a PDF's)
 BOX_FILL = (255, 200, 0, 70)
@@ -56,23 +53,6 @@ def render_page(data: bytes, media_type: str, page: int, boxes: Sequence[Sequenc
                          "download the original from /source or read the chunk's text")
 
 
-def render_isolated(data: bytes, media_type: str, page: int, boxes: Sequence[Sequence[float]], quotes: Sequence[str],
-                    limits: Limits) -> Rendered:
-    """render_page in a worker process under `limits` (its timeout and memory): an overrun kills the worker and
-    is PageNotRendered; the page's own errors (no such page, not a PDF) come back as they are."""
-    worker = POOL.take(limits)
-    try:
-        answer = worker.ask(("render_page", Path(f"page {page}"), data, media_type, page,
-                             [list(map(float, b)) for b in boxes], list(quotes)), Path(f"page {page}"))
-    finally:
-        POOL.give_back(worker)
-    if isinstance(answer, Rendered):
-        return answer
-    problem = answer[0] if isinstance(answer, list) and answer else answer
-    if isinstance(problem, NotFound | InvalidRequest):
-        raise problem
-    reason = str(problem) if isinstance(problem, RagdError) else repr(problem)
-    raise PageNotRendered(f"this page could not be drawn ({reason}); download the original from /source")
 
 
 def needle(quote: str) -> str:

@@ -31,7 +31,7 @@ from ..errors import ConfigError, RagdError
 from ..ids import sha256_text
 from ..ingest.bounds import Limits
 from ..ingest.extract import ExtractOptions
-from ..ingest.pipeline import extract_path
+from ..ingest.read import extract_path
 from ..store import queries
 from ..types import ExtractedDocument
 

@@ -17,26 +17,36 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import CorruptDocument, ExtractionTimeout, FileTooLarge, IngestError
+from ..config import Settings
+from ..errors import (
+    CorruptDocument,
+    ExtractionTimeout,
+    FileTooLarge,
+    IngestError,
+    InvalidRequest,
+    NotFound,
+    PageNotRendered,
+    RagdError,
+)
 from ..types import ExtractedDocument
 from .bounds import Limits
 from .extract import ExtractOptions
 
+if TYPE_CHECKING:
+    from ..pages import Rendered
+
+from .read import PdfPart, PdfSplit, extract_or_split, extract_path, lay_out_pdf, read_pdf_pages
+
 POLL_S = 0.05
 STARTUP_S = 120
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-@dataclass(frozen=True)
-class PdfSplit:
-    """A worker's answer for a PDF long enough to be read in page ranges by several workers at once."""
-
-    pages: int
 
 
 class Worker:
@@ -136,7 +146,6 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it stops this process)
     limits: Limits = conn.recv()
     from .extract.ocr import set_ocr_threads
-    from .pipeline import extract_or_split, lay_out_pdf, read_pdf_pages
 
     if not sys.platform.startswith("linux"):  # no /proc to watch from the parent: the kernel enforces it
         import resource
@@ -215,3 +224,131 @@ class WorkerPool:
 
 
 POOL = WorkerPool()
+
+
+PDF_RANGE_PAGES = 16  # the fewest pages of a long PDF read by one worker at a time
+
+
+class Extraction:
+    """Extracts files, each in a worker process under the time and memory limits when isolation is on, up to
+    `workers` files at once; results come back in the order of the files, whatever the number of workers, so
+    item numbers, ids and chunks are the same for any N. With more than one worker, a PDF of `pdf_split_pages`
+    pages or more has its pages read in ranges by the workers at once (each range under the limits), then laid
+    out as one document: each page is read on its own, so the document is the same as one worker's."""
+
+    def __init__(self, settings: Settings, options: ExtractOptions, workers: int = 1):
+        self.limits = Limits.from_settings(settings)
+        self.isolated = settings.extract_isolation
+        self.options = options
+        self.workers = max(1, workers) if self.isolated else 1  # in-process parsers hold the GIL: one at a time
+        # workers reading at once share the cores: each one's OCR gets its share of them (one worker: all)
+        self.ocr_threads = max(1, default_workers() // self.workers) if self.workers > 1 else None
+        self.split_pages = settings.pdf_split_pages if self.workers > 1 else 0
+        self._taken: list[Worker] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._ranges = threading.BoundedSemaphore(self.workers)  # page ranges read at once, over all files
+
+    def __call__(self, path: Path) -> list[ExtractedDocument | Exception]:
+        if not self.isolated:
+            return list(extract_path(path, self.limits, self.options))
+        answer = self._worker().extract(path, self.options, self.split_pages, self.ocr_threads)
+        return self._split(path, answer.pages) if isinstance(answer, PdfSplit) else answer
+
+    def _worker(self) -> Worker:
+        """This thread's worker, started (or taken from the idle pool) on first use or after it was killed."""
+        worker: Worker | None = getattr(self._local, "worker", None)
+        if worker is None or not worker.alive:
+            worker = POOL.take(self.limits)
+            self._local.worker = worker
+            with self._lock:
+                self._taken.append(worker)
+        return worker
+
+    def _split(self, path: Path, pages: int) -> list[ExtractedDocument | Exception]:
+        """A long PDF read in page ranges by `workers` workers at once, then laid out by this thread's worker;
+        the first range that fails fails the file."""
+        size = max(PDF_RANGE_PAGES, -(-pages // (2 * self.workers)))
+        ranges = [(start, min(start + size, pages)) for start in range(0, pages, size)]
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragd-pages") as pool:
+            parts = list(pool.map(lambda r: self._read_range(path, *r), ranges))
+        for part in parts:
+            if isinstance(part, list):
+                return list(part)
+        answer: list[ExtractedDocument | Exception] = self._worker().ask(("pdf_layout", path, parts), path)
+        return answer
+
+    def _read_range(self, path: Path, start: int, stop: int) -> PdfPart | list[Exception]:
+        with self._ranges:
+            worker = POOL.take(self.limits)
+            try:
+                part: PdfPart | list[Exception] = worker.ask(("pdf_pages", path, self.ocr_threads, start, stop),
+                                                             path)
+                return part
+            finally:
+                POOL.give_back(worker)
+
+    def timed(self, path: Path) -> tuple[list[ExtractedDocument | Exception], float]:
+        """A file's documents or failures, and the seconds reading it took (a worker's start not counted)."""
+        if self.isolated:
+            self._worker()
+        started = time.perf_counter()
+        found = self(path)
+        return found, time.perf_counter() - started
+
+    def each(self, sources: Sequence[Path | IngestError]
+             ) -> Iterator[tuple[Path | IngestError, list[Any], float]]:
+        """(source, its documents or failures, the seconds reading it took), in the order of `sources`; a source
+        that is already an error comes back with no documents."""
+        if self.workers == 1 or len(sources) < 2:
+            for src in sources:
+                yield (src, [], 0.0) if isinstance(src, IngestError) else (src, *self.timed(src))
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragd-extract") as pool:
+            ahead: deque[tuple[Path | IngestError, Future[tuple[list[Any], float]] | None]] = deque()
+            pending = iter(sources)
+            try:
+                for src in pending:
+                    ahead.append((src, None if isinstance(src, IngestError) else pool.submit(self.timed, src)))
+                    if len(ahead) >= 2 * self.workers:  # a bounded look-ahead: memory stays flat
+                        first, future = ahead.popleft()
+                        yield (first, *future.result()) if future is not None else (first, [], 0.0)
+                while ahead:
+                    first, future = ahead.popleft()
+                    yield (first, *future.result()) if future is not None else (first, [], 0.0)
+            finally:
+                for _, future in ahead:
+                    if future is not None:
+                        future.cancel()
+
+    def close(self) -> None:
+        with self._lock:
+            taken, self._taken = self._taken, []
+        for worker in taken:
+            POOL.give_back(worker)
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def render_isolated(data: bytes, media_type: str, page: int, boxes: Sequence[Sequence[float]], quotes: Sequence[str],
+                    limits: Limits) -> Rendered:
+    """render_page in a worker process under `limits` (its timeout and memory): an overrun kills the worker and
+    is PageNotRendered; the page's own errors (no such page, not a PDF) come back as they are."""
+    from ..pages import Rendered
+
+    worker = POOL.take(limits)
+    try:
+        answer = worker.ask(("render_page", Path(f"page {page}"), data, media_type, page,
+                             [list(map(float, b)) for b in boxes], list(quotes)), Path(f"page {page}"))
+    finally:
+        POOL.give_back(worker)
+    if isinstance(answer, Rendered):
+        return answer
+    problem = answer[0] if isinstance(answer, list) and answer else answer
+    if isinstance(problem, NotFound | InvalidRequest):
+        raise problem
+    reason = str(problem) if isinstance(problem, RagdError) else repr(problem)
+    raise PageNotRendered(f"this page could not be drawn ({reason}); download the original from /source")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import ExtractOptions, Extractor, Source
+from .base import EXTRACTORS, ExtractOptions, Extractor, Source
 from .epub import EpubExtractor
 from .html import HtmlExtractor
 from .image import ImageExtractor
@@ -16,7 +16,7 @@ from .rtf import RtfExtractor
 from .tabular import CsvExtractor
 from .text import TextExtractor
 
-EXTRACTORS: dict[str, Extractor] = {
+EXTRACTORS.update({
     "pdf": PdfExtractor(),
     "docx": DocxExtractor(),
     "pptx": PptxExtractor(),
@@ -35,6 +35,6 @@ EXTRACTORS: dict[str, Extractor] = {
     "markdown": MarkdownExtractor(),
     "json": RecordsExtractor(lines=False),
     "jsonl": RecordsExtractor(lines=True),
-}
+})
 
 __all__ = ["EXTRACTORS", "ExtractOptions", "Extractor", "Source"]

@@ -38,6 +38,11 @@ class Extractor(Protocol):
         ...
 
 
+# Every format's extractor by kind: filled once by the package (extract/__init__.py), read here by an extractor of
+# containers (an email's attachments) without importing the package above it.
+EXTRACTORS: dict[str, Extractor] = {}
+
+
 def single_document(source: Source, source_type: str, title: str | None, blocks: list[Block],
                     metadata: dict[str, Any] | None = None,
                     warnings: list[str] | None = None) -> Iterator[ExtractedDocument | Exception]:

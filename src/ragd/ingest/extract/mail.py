@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import CorruptDocument, IngestError, UnsupportedFormat
 from ...types import Block, ExtractedDocument
-from .base import ExtractOptions, Source, single_document
+from .base import EXTRACTORS, ExtractOptions, Source, single_document
 from .html import html_blocks
 from .text import text_blocks
 
@@ -62,7 +62,6 @@ class EmailExtractor:
     def _attachment(self, source: Source, options: ExtractOptions, number: int,
                     part: EmailMessage) -> Iterator[ExtractedDocument | Exception]:
         from ..detect import detect
-        from . import EXTRACTORS
 
         name = PurePosixPath((part.get_filename() or f"attachment-{number}").replace("\\", "/")).name
         where = f"{source.path.name} attachment {number} ({name})"
