@@ -18,10 +18,10 @@ from pathlib import Path
 
 from _common import pct, private_ragd
 
-from ragd.engine import retrieve
 from ragd.eval import metrics
 from ragd.eval.datasets import load
 from ragd.rerank import CrossEncoder, blend, passage
+from ragd.retrieve.search import retrieve
 
 TOPS = (10, 20, 30, 50)
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)

@@ -37,10 +37,10 @@ sys.path.insert(0, str(HERE.parent))
 from _common import SCIFACT, chunk_texts, embed_once, pct, peak_rss_mb, private_ragd, scifact_docs  # noqa: E402
 
 from ragd.embed.base import Vectors  # noqa: E402
-from ragd.engine import retrieve  # noqa: E402
 from ragd.eval import metrics  # noqa: E402
 from ragd.eval.datasets import load_beir  # noqa: E402
 from ragd.eval.runner import plan_overrides  # noqa: E402
+from ragd.retrieve.search import retrieve  # noqa: E402
 
 VENV = HERE.parent / ".venv-peers"
 CACHE = HERE.parent / "results" / "peers"

@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 try:
@@ -49,3 +50,8 @@ def json_lines(logger_name: str, where: str) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+
+
+def log_timestamp() -> str:
+    """Now, as the JSON log lines write it: UTC, milliseconds, a Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

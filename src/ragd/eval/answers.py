@@ -27,9 +27,11 @@ from typing import Any
 from ..answer.abstain import judge
 from ..answer.answerable import judge as judge_answerable
 from ..answer.answerable import relevance
+from ..answer.compose import answer_limits, answer_terms, ask
 from ..embed import make_embedder
-from ..engine import Collection, answer_limits, answer_terms, ask, retrieve
+from ..engine import Collection
 from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
+from ..retrieve.search import retrieve
 from ..types import Candidate
 from .datasets import EvalSet
 from .runner import external_ids, percentile

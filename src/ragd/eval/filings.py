@@ -246,7 +246,7 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
                      k: int = 12, max_queries: int | None = None,
                      on_progress: Callable[..., None] | None = None) -> FilingReport:
     """Ingest the set's documents under neutral names into one collection, ask every question, score."""
-    from ..engine import ask
+    from ..answer.compose import ask
 
     home = client.settings.home / "eval" / filings.name / "documents"
     names = neutral_names(filings, home)

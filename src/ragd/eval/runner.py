@@ -8,8 +8,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..embed import make_embedder
-from ..engine import Collection, retrieve
+from ..engine import Collection
 from ..errors import InvalidRequest, RagdError
+from ..retrieve.search import retrieve
 from ..types import ITEM_STATUSES, Plan
 from . import metrics
 from .datasets import EvalSet

@@ -16,9 +16,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
 from .. import mcpserver
-from ..engine import log_timestamp
 from ..errors import RagdError
 from ..ingest.normalize import unstorable
+from ..telemetry import log_timestamp
 from .deps import tenant
 from .errors import ApiError, error_body, ragd_error_response
 

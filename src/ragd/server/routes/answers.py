@@ -13,9 +13,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...engine import Ragd, log_timestamp
+from ...engine import Ragd
 from ...errors import RagdError
 from ...ids import sha256_text
+from ...telemetry import log_timestamp
 from ...types import jsonable
 from ..deps import NAME, TEXT, Id, Int, Rag, Strict, Tenant, own_tenant
 from ..errors import STREAMED, ApiError, error_body, errs, status_of
