@@ -36,12 +36,12 @@ def scifact_docs(limit: int | None = None) -> list[dict[str, object]]:
 def chunk_texts(docs: Sequence[Mapping[str, object]]) -> list[str]:
     """The texts ragd embeds for in-memory documents (each chunk's search text, default chunk policy), in order."""
     from ragd.embed import default_token_counter
-    from ragd.engine import _document_from_mapping
     from ragd.ingest.chunk import chunk_blocks
+    from ragd.ingest.given import document_from_mapping
     from ragd.types import ChunkPolicy
 
     counter, policy = default_token_counter(), ChunkPolicy()
-    return [c.search_text for d in docs for c in chunk_blocks(_document_from_mapping(d).blocks, policy, counter)[0]]
+    return [c.search_text for d in docs for c in chunk_blocks(document_from_mapping(d).blocks, policy, counter)[0]]
 
 
 def cached(cache: Path, what: str, texts: Sequence[str]) -> Path:

@@ -445,8 +445,8 @@ def test_index_builds_held_back_by_a_snapshot_queue_and_hold_few_connections(
     """A tenant making many new collections while its snapshot holds every build back: the builds queue, at most
     MAX_INDEX_BUILDS of them holding a connection (one each would fill max_connections), and all are built once
     the snapshot ends."""
-    from ragd.engine import MAX_INDEX_BUILDS
     from ragd.store import queries
+    from ragd.store.vector_index import MAX_INDEX_BUILDS
 
     a, b = two
     tag = uuid.uuid4().hex[:6]

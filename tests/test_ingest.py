@@ -789,7 +789,7 @@ def test_each_version_keeps_its_blocks_as_a_json_artifact(client: ragd.Ragd, nam
     import shutil
     from urllib.parse import unquote, urlparse
 
-    from ragd.engine import load_artifact
+    from ragd.store.artifacts import load_artifact
 
     col = client.collection(name)
 

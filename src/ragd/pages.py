@@ -17,6 +17,7 @@ import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
@@ -162,3 +163,33 @@ def _draw(image: Image.Image, pages: int, scale: float, boxes: Sequence[Sequence
     out = io.BytesIO()
     Image.alpha_composite(image, overlay).convert("RGB").save(out, format="PNG", optimize=False, compress_level=6)
     return Rendered(out.getvalue(), pages, scale, drawn, marked)
+
+
+class PageCache:
+    """Rendered pages, least recently used dropped past `size` entries or `max_bytes` of PNG."""
+
+    def __init__(self, size: int = 256, max_bytes: int = 128 * 1024 * 1024):
+        self.size, self.max_bytes = size, max_bytes
+        self.entries: dict[Any, Rendered] = {}
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Rendered | None:
+        with self.lock:
+            found = self.entries.pop(key, None)
+            if found is not None:
+                self.entries[key] = found  # now the most recent
+            return found
+
+    def put(self, key: Any, value: Rendered) -> None:
+        with self.lock:
+            old = self.entries.pop(key, None)
+            self.bytes -= len(old.png) if old else 0
+            self.entries[key] = value
+            self.bytes += len(value.png)
+            while self.entries and (len(self.entries) > self.size or self.bytes > self.max_bytes):
+                dropped = self.entries.pop(next(iter(self.entries)))
+                self.bytes -= len(dropped.png)
+
+
+PAGES = PageCache()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import Settings, load_settings
-from ..errors import ConfigError
+from ..errors import ConfigError, DimensionMismatch
 from .base import Embedder, TokenCounter, default_token_counter
 from .hashing import HashingEmbedder
 from .onnx import OnnxEmbedder
@@ -17,6 +17,8 @@ __all__ = [
     "TokenCounter",
     "default_token_counter",
     "make_embedder",
+    "pinned_embedder",
+    "spec_for",
 ]
 
 
@@ -54,3 +56,25 @@ def make_embedder(spec: str, settings: Settings | None = None) -> Embedder:
     raise ConfigError(
         f"unknown embedder {spec!r}: use bge-small-en (default), hash[:DIMS] or openai:MODEL[:DIMS]"
     )
+
+
+def spec_for(model: str, dims: int) -> str:
+    """The RAGD_EMBEDDER spec that makes a collection's pinned model (its name as stored, and its dims)."""
+    if model.startswith("hash-v1-"):
+        return f"hash:{dims}"
+    if model.startswith("openai:"):
+        return f"{model}:{dims}"
+    return model
+
+
+def pinned_embedder(collection: str, model: str, dims: int, explicit: Embedder | None,
+                    settings: Settings) -> Embedder:
+    """The embedder of a collection pinned to `model`: the one given explicitly when it is that model (else
+    DimensionMismatch: changing a collection's model is an explicit re-embed job), else that model made."""
+    if explicit is not None and explicit.name != model:
+        raise DimensionMismatch(
+            f"collection {collection!r} is pinned to embedding model {model} ({dims} dims) but the embedder in use is "
+            f"{explicit.name}; use that model (RAGD_EMBEDDER={spec_for(model, dims)}) or another "
+            "collection: changing a collection's model is an explicit re-embed job"
+        )
+    return explicit or make_embedder(spec_for(model, dims), settings)

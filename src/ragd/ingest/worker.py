@@ -10,6 +10,7 @@ child), talk over a socket pair, and are kept between runs, so the import cost i
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import signal
 import socket
@@ -352,3 +353,15 @@ def render_isolated(data: bytes, media_type: str, page: int, boxes: Sequence[Seq
         raise problem
     reason = str(problem) if isinstance(problem, RagdError) else repr(problem)
     raise PageNotRendered(f"this page could not be drawn ({reason}); download the original from /source")
+
+
+def render(settings: Settings, data: bytes, media_type: str, page: int, boxes: Sequence[Sequence[float]],
+           quotes: Sequence[str]) -> Rendered:
+    """A page drawn for a request: in a worker under RAGD_RENDER_TIMEOUT_S when extraction is isolated (no original
+    or quote keeps the caller's thread past the deadline), else in this process."""
+    from ..pages import render_page
+
+    if not settings.extract_isolation:
+        return render_page(data, media_type, page, boxes, quotes)
+    limits = dataclasses.replace(Limits.from_settings(settings), timeout_s=settings.render_timeout_s)
+    return render_isolated(data, media_type, page, boxes, quotes, limits)

@@ -11,27 +11,30 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..config import Settings
 from ..embed import Embedder
-from ..errors import (
-    InvalidRequest,
-)
+from ..errors import CollectionNotFound, InvalidRequest
 from ..rerank import CrossEncoder, Reranker, RerankOutcome, rerank_fail_open
-from ..retrieve.fuse import fuse
-from ..retrieve.legs import (
+from ..store import Store, queries
+from ..telemetry import annotate, span
+from ..types import Candidate, Filters, Plan
+from .cache import ResultCache, cache_key
+from .filters import parse_filters
+from .fuse import fuse
+from .legs import (
     FILTERED_FIRST,
     count_matching,
     lexical_leg,
+    plan_lexical,
+    prepare_vector_scan,
     vector_leg,
+    vector_sql,
 )
-from ..retrieve.postings import PostingsCache
-from ..retrieve.scope import HeldCache, Scope, scope_of
-from ..store import Store
-from ..telemetry import annotate, span
-from ..types import Candidate, Plan
+from .postings import PostingsCache
+from .scope import HeldCache, Scope, scope_of
 
 
 class Reading(Protocol):
@@ -45,6 +48,9 @@ class Reading(Protocol):
 
     @property
     def reranker(self) -> Reranker | None: ...
+
+    @property
+    def cache(self) -> ResultCache: ...
 
     def reading(self, tenant: str) -> contextlib.AbstractContextManager[Any]: ...
 
@@ -88,6 +94,42 @@ class Searched(Protocol):
 
 
 MAX_QUERY_CHARS = 8192
+MAX_K = 1000
+
+
+def make_plan(k: int = 12, filters: Mapping[str, Any] | Filters | None = None, **overrides: Any) -> Plan:
+    """A search's plan from k, filters and overrides (any field of Plan), checked; each leg fetches at least k."""
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}")
+    unknown = sorted(set(overrides) - set(Plan.__dataclass_fields__))
+    if unknown:
+        raise InvalidRequest(f"unknown plan option(s): {', '.join(unknown)}")
+    plan = Plan(k=k, filters=parse_filters(filters), **overrides)
+    if plan.fusion not in ("rrf", "weighted", "vector", "lexical"):
+        raise InvalidRequest(f"unknown fusion {plan.fusion!r}: use rrf, weighted, vector or lexical")
+    return dataclasses.replace(plan, k_vec=max(plan.k_vec, plan.k), k_lex=max(plan.k_lex, plan.k))
+
+
+def search_cached(query: str, full: Plan, col: Searched, debug: dict[str, Any]) -> list[Candidate]:
+    """retrieve(), served from the library's result cache while the collection is unchanged (its generation);
+    `debug` receives the reranker's outcome or `cached: true`. A result the reranker failed on is not kept: it may
+    answer next time."""
+    cache = col.client.cache
+    if not cache.enabled:
+        return retrieve(query, full, col, debug=debug)
+    key = cache_key(col.tenant, col.collection_id, query, full)
+    with col.client.reading(col.tenant) as conn:
+        row = conn.execute(queries.COLLECTION_GENERATION, {"collection_id": col.collection_id}).fetchone()
+    if row is None:
+        raise CollectionNotFound(f"collection {col.name!r} no longer exists")
+    hit = cache.get(key, int(row[0]))
+    if hit is not None:
+        debug["cached"] = True
+        return hit
+    results = retrieve(query, full, col, debug=debug)
+    if not debug.get("reranker_skipped"):
+        cache.put(key, int(row[0]), results)
+    return results
 
 
 def retrieve(query: str, plan: Plan, store: Searched, *, timings: dict[str, float] | None = None,
@@ -246,3 +288,39 @@ def _timed(run: Callable[[Any], list[Candidate]], conn: Any) -> tuple[list[Candi
     started = time.perf_counter()
     found = run(conn)
     return found, (time.perf_counter() - started) * 1000
+
+
+def explain(col: Searched, query: str, full: Plan, analyze: bool = False) -> list[dict[str, str]]:
+    """The SQL each leg would run for a search, with PostgreSQL's plan (EXPLAIN [ANALYZE])."""
+    out: list[dict[str, str]] = []
+    with col.store.tenant(col.tenant) as conn:
+        matching = hybrid_filter_count(conn, col, full)
+        if full.fusion != "lexical":
+            qvec = col.embedder.embed_query(query)
+            exact, _ = prepare_vector_scan(conn, collection_id=col.collection_id, filters=full.filters,
+                                           limit=full.k_vec + 10, ef_search=col.settings.hnsw_ef_search,
+                                           exact_threshold=col.settings.exact_scan_threshold,
+                                           force_exact=full.exact, matching=matching,
+                                           ef_grow_from=col.settings.hnsw_ef_search_grow_from)
+            stmt, params = vector_sql(col.collection_id, col.embed_model, col.dims, full.filters, exact=exact,
+                                      vector_type=col.vector_type)
+            params = {**params, "collection_id": col.collection_id, "embed_model": col.embed_model,
+                      "qvec": qvec, "limit": full.k_vec + 10}
+            leg = "vector (exact)"
+            if not exact:  # the breadth the leg set for this collection's size
+                (ef,) = conn.execute("SHOW hnsw.ef_search").fetchone() or ("?",)
+                leg = f"vector (hnsw, ef_search {ef})"
+            out.append(_explain(conn, leg, stmt, params, analyze))
+        if full.fusion != "vector":
+            lex = plan_lexical(conn, collection_id=col.collection_id, query=query, limit=full.k_lex,
+                               filters=full.filters, matching=matching)
+            if lex.statement is not None:
+                out.append(_explain(conn, f"lexical (bm25, {lex.mode})", lex.statement, lex.params, analyze))
+    return out
+
+
+def _explain(conn: Any, leg: str, stmt: Any, params: dict[str, Any], analyze: bool) -> dict[str, str]:
+    text = stmt.as_string(conn)
+    prefix = b"EXPLAIN (ANALYZE, BUFFERS) " if analyze else b"EXPLAIN "
+    lines = [row[0] for row in conn.execute(prefix + stmt.as_bytes(conn), params)]
+    return {"leg": leg, "sql": text, "plan": "\n".join(lines)}
