@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from ragd.store.embedded import SharedMemory
-from ragd.store.postgres import migrations
+from ragd.store.schema import migrations
 
 from .conftest import SAMPLES, run_cli
 

@@ -644,7 +644,7 @@ def test_near_duplicate_candidates_are_found_from_the_batchs_band_keys_once(clie
 
     from ragd.ingest import dedupe
     from ragd.store import queries
-    from ragd.store.postgres import migrations
+    from ragd.store.schema import migrations
 
     rng = random.Random(5)
     vocabulary = [f"w{i}" for i in range(3000)]

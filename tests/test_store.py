@@ -15,7 +15,7 @@ from ragd import ids
 from ragd.config import Settings
 from ragd.engine import Ragd
 from ragd.store import Store, embedded, queries
-from ragd.store.postgres import migrations
+from ragd.store.schema import migrations
 
 from .test_ingest import lexical_stats_consistent
 

@@ -40,9 +40,9 @@ from .retrieve.scope import HeldCache
 from .retrieve.search import explain, make_plan, search_cached
 from .store import Store, blocks, rows, vector_index
 from .store.artifacts import load_artifact, write_pack
+from .store.names import check_name, check_tenant
 from .store.originals import Original
 from .store.originals import originals_for as original_files
-from .store.postgres import check_name, check_tenant
 from .store.vector_index import IndexBuilds
 from .telemetry import annotate, span
 from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import InvalidRequest, NotFound
 from .store import Store
-from .store.postgres import check_tenant
+from .store.names import check_tenant
 
 _SHAPE = re.compile(r"ragd_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
 

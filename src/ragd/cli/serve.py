@@ -35,7 +35,7 @@ def serve(host: str, port: int, workers: int, migrate: bool, wait: float, serve_
     """Serve the REST API (OpenAPI at /openapi.json) and MCP over HTTP at /mcp."""
     from .. import keys
     from ..errors import DatabaseUnavailable, MigrationError
-    from ..store.postgres import latest_migration
+    from ..store.schema import latest_migration
 
     if serve_jobs is not None:
         os.environ["RAGD_SERVE_JOBS"] = "on" if serve_jobs else "off"

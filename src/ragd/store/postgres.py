@@ -1,32 +1,34 @@
-"""Connections, tenant sessions and migrations. All SQL text lives in queries.py and migrations/."""
+"""The store: PostgreSQL connections and tenant sessions (each tenant a login role held to its own rows), the
+privileged pool, read replicas and migrations. SQL text lives in queries/ and migrations/; pools in pools.py,
+names and roles in names.py, replicas in replicas.py, the migrations' list in schema.py."""
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
-import re
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from typing import Any
 
 import psycopg
-from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..config import Settings, load_settings
-from ..errors import Busy, DatabaseUnavailable, InvalidRequest, MigrationError, RagdError, TenantNotFound
+from ..errors import Busy, DatabaseUnavailable, MigrationError, RagdError, TenantNotFound
 from . import embedded, queries
+from .names import check_tenant, role_password, tenant_role, tenant_settings
+from .pools import UNREACHABLE, close_pools, first_line, redact, saturated
+from .pools import pool as open_pool
+from .replicas import Replica
+from .schema import migrations
 
 _log = logging.getLogger(__name__)
-TENANT_ROLE_PREFIX = "ragd_t_"
 # Pools of tenant logins kept open at once (the least recently used is closed beyond this), each of at most
 # TENANT_POOL_SIZE connections, idle ones closed after a minute: at most 16 x 4 + 8 connections per process.
 MAX_TENANT_POOLS = 16
@@ -47,10 +49,6 @@ SPARE_WAIT_S = 0.02
 # A btree of the BM25 blocks' keys built afresh holds ~145 entries a page (1.2M drawn chunks), one kept by ingest
 # and compaction ~35 (180k); below this many it is rebuilt.
 SPARSE_ENTRIES_PER_PAGE = 16
-# What libpq says when no server answers at all (psycopg gives connection failures no SQLSTATE): a tenant login that
-# fails so is the database's trouble, not its role's, and nothing is repaired.
-_UNREACHABLE = ("Connection refused", "No such file or directory", "timeout expired", "could not translate host",
-                "the database system is", "server closed the connection", "Network is unreachable", "No route to host")
 
 
 def _drop_indexes(conn: psycopg.Connection[Any], names: list[str]) -> None:
@@ -67,78 +65,6 @@ def resolve_url(settings: Settings, url: str | None = None) -> tuple[str, bool]:
     return embedded.start(settings.pgdata), True
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) of every numbered migration, in order."""
-    found = []
-    for entry in resources.files("ragd.store").joinpath("migrations").iterdir():
-        match = re.match(r"^(\d{4})_(\w+)\.sql$", entry.name)
-        if match:
-            text = entry.read_text(encoding="utf-8")
-            found.append((int(match.group(1)), match.group(2), text.replace(_PROCRASTINATE, _procrastinate_schema())))
-    return sorted(found)
-
-
-_PROCRASTINATE = "-- include: procrastinate schema\n"
-
-
-def _procrastinate_schema() -> str:
-    """The job queue's tables and functions as the installed procrastinate creates them (its release is pinned:
-    a new one brings its migrations here as a numbered migration of ragd's)."""
-    from procrastinate.schema import SchemaManager
-
-    return SchemaManager.get_schema() + "\n"
-
-
-def latest_migration() -> int:
-    """The schema version this ragd needs: its highest migration."""
-    return max(version for version, _, _ in migrations())
-
-
-def check_name(kind: str, value: str, max_length: int) -> str:
-    """Tenant ids and collection names: the same rule as the schema's CHECK constraints."""
-    pattern = rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{max_length - 1}}}"
-    if not isinstance(value, str) or not re.fullmatch(pattern, value):
-        raise InvalidRequest(
-            f"invalid {kind} {value!r}: use 1-{max_length} letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    return value
-
-
-def check_tenant(tenant_id: str) -> str:
-    return check_name("tenant id", tenant_id, 64)
-
-
-def tenant_role(secret: str, tenant_id: str) -> str:
-    """The PostgreSQL role of a tenant: a keyed hash, so other tenants cannot tell from pg_roles who exists."""
-    digest = hmac.new(secret.encode(), b"role\x1f" + tenant_id.encode(), "sha256").hexdigest()
-    return TENANT_ROLE_PREFIX + digest[:40]
-
-
-def _role_password(secret: str, role: str) -> str:
-    return hmac.new(secret.encode(), b"login\x1f" + role.encode(), "sha256").hexdigest()
-
-
-def _tenant_settings(schema: str, settings: Settings) -> str:
-    """What every tenant connection is set to when it opens and before it serves again, whatever its role's
-    stored settings say (`ALTER ROLE CURRENT_USER SET ...` in a tenant's session changes that tenant's next
-    logins, and RESET ALL goes back to them): its own role, ragd's schema with temporary tables searched last, and
-    the limits that keep one tenant's SQL from holding locks or a backend for long."""
-    values = {"search_path": f'"{schema}", pg_temp', "statement_timeout": f"{settings.db_statement_timeout_s:g}s",
-              "lock_timeout": f"{settings.db_lock_timeout_s:g}s",
-              "idle_in_transaction_session_timeout": f"{settings.db_statement_timeout_s:g}s",
-              "default_transaction_read_only": "off", "default_transaction_isolation": "read committed",
-              "row_security": "on", "TimeZone": "UTC", "jit": "off"}
-    return "SET ROLE NONE; SELECT " + ", ".join(f"set_config('{k}', '{v}', false)" for k, v in values.items())
-
-
-def _configure(conn: psycopg.Connection[Any], session: str = "SET jit = off") -> None:
-    conn.execute(session)
-    with contextlib.suppress(psycopg.ProgrammingError):  # no vector extension yet: registered after migrating
-        register_vector(conn)
-    conn.commit()
-
-
 class Store:
     """A PostgreSQL database holding ragd's schema. Thread-safe: connections come from a pool."""
 
@@ -149,7 +75,7 @@ class Store:
         self._check_reachable()
         if migrate:
             self.migrate()
-        self._pool = _pool(url, "ragd-admin", min_size=0, max_size=ADMIN_POOL_SIZE, timeout=settings.db_timeout_s)
+        self._pool = open_pool(url, "ragd-admin", min_size=0, max_size=ADMIN_POOL_SIZE, timeout=settings.db_timeout_s)
         # Tenant sessions log in as their tenant's own role, and only so: no SQL run on them can become another
         # tenant or the privileged login (see migration 0006). There is no fallback that takes a tenant's role on
         # the privileged login (SQL could RESET ROLE out of it), and one tenant's login trouble is that tenant's
@@ -165,9 +91,9 @@ class Store:
         self._shares: dict[str, threading.BoundedSemaphore] = {}  # admin connections a tenant's requests may hold
         self._tenants_work = threading.BoundedSemaphore(ADMIN_POOL_SIZE - ADMIN_RESERVED)  # ... all tenants' together
         # pools closed at exit even when the caller never closes the store (no noise from their threads then)
-        self._closer = weakref.finalize(self, _close_pools, self._pool, self._tenant_pools, self._tenant_lock)
+        self._closer = weakref.finalize(self, close_pools, self._pool, self._tenant_pools, self._tenant_lock)
         urls = [u.strip() for u in (settings.read_database_url or "").split(",") if u.strip()]
-        self.replicas = [Replica(u, settings) for u in urls]
+        self.replicas = [Replica(u, settings, _replica_store) for u in urls]
 
     @classmethod
     def open(cls, settings: Settings | None = None, url: str | None = None, *, migrate: bool = True) -> Store:
@@ -213,7 +139,7 @@ class Store:
             conn.execute(queries.TENANT_ROLE_LOCK)
             conn.execute(queries.ENSURE_TENANT, {"tenant_id": tenant_id})
             if conn.execute(queries.ROLE_EXISTS, {"role": role}).fetchone() is None:
-                conn.execute(queries.create_tenant_role(role, _role_password(self._secret, role),
+                conn.execute(queries.create_tenant_role(role, role_password(self._secret, role),
                                                         self.settings.tenant_connection_limit))
             conn.execute(queries.MAP_TENANT_ROLE, {"role": role, "tenant_id": tenant_id})
         self._roles[tenant_id] = role
@@ -235,8 +161,8 @@ class Store:
             self._at_limit[role] = (time.monotonic() + AT_LIMIT_S, str(exc))
             raise
         self._at_limit.pop(role, None)
-        settings = _tenant_settings(self._schema or "public", self.settings)
-        pool = _pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
+        settings = tenant_settings(self._schema or "public", self.settings)
+        pool = open_pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
                      timeout=self.settings.db_timeout_s, session=settings)
         with self._tenant_lock:
             if role in self._tenant_pools:  # another thread opened it meanwhile
@@ -260,7 +186,7 @@ class Store:
     def _login_url(self, role: str) -> str:
         assert self._secret is not None
         params = conninfo_to_dict(self.settings.app_database_url or self.url)
-        params.update(user=role, password=_role_password(self._secret, role))
+        params.update(user=role, password=role_password(self._secret, role))
         return make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
     def _check_login(self, role: str, tenant_id: str) -> str:
@@ -298,13 +224,13 @@ class Store:
 
     def _login_failed(self, exc: psycopg.OperationalError, tenant_id: str, repaired: bool) -> None:
         """Raise what a failed tenant login means, unless it is one a repair may cure (a changed password)."""
-        reason = _first_line(str(exc))
+        reason = first_line(str(exc))
         if exc.sqlstate == "53300" or "too many connections for role" in reason:
             raise Busy(f"tenant {tenant_id!r} has too many connections open (its role's limit, "
                        f"RAGD_TENANT_CONNECTION_LIMIT={self.settings.tenant_connection_limit}): close some of its "
                        "sessions, or retry later") from exc
-        if any(sign in reason for sign in _UNREACHABLE):  # no server there: nothing to repair
-            raise DatabaseUnavailable(f"the database is unavailable ({_redact(self.url)}): {reason}") from exc
+        if any(sign in reason for sign in UNREACHABLE):  # no server there: nothing to repair
+            raise DatabaseUnavailable(f"the database is unavailable ({redact(self.url)}): {reason}") from exc
         if repaired:
             raise DatabaseUnavailable(
                 f"tenant {tenant_id!r} cannot log in to PostgreSQL as its own role: {reason}. Allow password "
@@ -323,7 +249,7 @@ class Store:
         if changed:
             _log.warning("repairing the login of tenant role %s (its password or stored settings were changed)", role)
         with self.admin() as conn:
-            for statement in queries.repair_tenant_role(role, _role_password(self._secret, role),
+            for statement in queries.repair_tenant_role(role, role_password(self._secret, role),
                                                         str(conn.info.dbname), self.settings.tenant_connection_limit):
                 conn.execute(statement)
             if self._limits_settable is False:
@@ -336,7 +262,7 @@ class Store:
                 self._limits_settable = False
                 _log.warning("tenant roles get no temp_file_limit (%s): a tenant's SQL may write temporary files "
                              "up to the server's own limit. Run `GRANT SET ON PARAMETER temp_file_limit TO %s` as "
-                             "a superuser to bound them", _first_line(str(exc)), conn.info.user)
+                             "a superuser to bound them", first_line(str(exc)), conn.info.user)
 
     def __enter__(self) -> Store:
         return self
@@ -349,12 +275,12 @@ class Store:
             with psycopg.connect(self.url, connect_timeout=5) as conn:
                 conn.execute("SELECT 1")
         except psycopg.ProgrammingError as exc:  # not a connection string at all
-            raise DatabaseUnavailable(f"the database URL {_redact(self.url)!r} is not valid: {str(exc).strip()}; "
+            raise DatabaseUnavailable(f"the database URL {redact(self.url)!r} is not valid: {str(exc).strip()}; "
                                       "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE") from exc
         except psycopg.OperationalError as exc:
             where = "the embedded server" if self.embedded else "RAGD_DATABASE_URL"
             raise DatabaseUnavailable(
-                f"cannot connect to PostgreSQL ({where}: {_redact(self.url)}): {str(exc).strip()}. "
+                f"cannot connect to PostgreSQL ({where}: {redact(self.url)}): {str(exc).strip()}. "
                 "Check that the server is running and the URL is right, or unset RAGD_DATABASE_URL "
                 "to use the embedded server."
             ) from exc
@@ -409,8 +335,8 @@ class Store:
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10, application_name="ragd-maintenance")
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot connect to PostgreSQL ({_redact(self.url)}): "
-                                      f"{_first_line(str(exc))}") from exc
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL ({redact(self.url)}): "
+                                      f"{first_line(str(exc))}") from exc
         with conn:
             conn.execute("SET jit = off")
             yield conn
@@ -424,7 +350,7 @@ class Store:
             try:
                 conn = stack.enter_context(pool.connection())
             except (PoolTimeout, psycopg.OperationalError) as exc:
-                if isinstance(exc, PoolTimeout) and _saturated(pool):  # its own sessions hold them all: its wait
+                if isinstance(exc, PoolTimeout) and saturated(pool):  # its own sessions hold them all: its wait
                     raise Busy(f"tenant {tenant_id!r} has every one of its {pool.max_size} sessions of this "
                                f"process in use for {pool.timeout:g} s (RAGD_DB_TIMEOUT_S); retry later") from exc
                 # the pool's logins may have been changed under it: checked, repaired and opened again, once
@@ -482,7 +408,7 @@ class Store:
         caller already holds one: waiting longer could leave every caller holding one and waiting for another."""
         try:
             pool = self._tenant_pool(self.tenant_role(tenant_id), tenant_id)
-            if _saturated(pool):
+            if saturated(pool):
                 return None  # every connection is in use
             return stack.enter_context(pool.connection(timeout=SPARE_WAIT_S))
         except (PoolTimeout, psycopg.OperationalError):
@@ -548,38 +474,6 @@ class Store:
         rows = conn.execute(queries.prewarm(self._prewarm), {"names": list(relations)}).fetchall()
         return {name: int(pages) for name, pages in rows}
 
-    def build_hnsw_index(self, conn: psycopg.Connection[Any], create: Any, drop: Any,
-                         graph_bytes: Callable[[], int]) -> None:
-        """Run `create` (an HNSW CREATE INDEX CONCURRENTLY) on conn (autocommit) for a graph of about graph_bytes()
-        bytes (counted only where it is used: on the embedded server).
-        On the embedded server the build's memory is sized to the graph (pgvector builds several times slower once
-        its graph outgrows maintenance_work_mem), and it runs serially where /dev/shm cannot hold the parallel
-        build's shared segment, which is as large as that memory (Docker gives containers 64 MB). On any server a
-        parallel build that fails for want of shared memory is dropped (it leaves an invalid index) and run again
-        serially. The session's settings are restored afterwards (the connection goes back to the pool)."""
-        parallel = True
-        try:
-            if self.embedded:
-                memory, parallel = embedded.index_build_memory(
-                    graph_bytes(), conn.execute(queries.MAINTENANCE_MEMORY).fetchone()[0])  # type: ignore[index]
-                conn.execute(queries.SET_MAINTENANCE_MEMORY, {"kb": f"{memory // 1024}kB"})
-                if not parallel:
-                    conn.execute(queries.SERIAL_MAINTENANCE)
-            try:
-                conn.execute(create)
-            except (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory) as exc:
-                if not parallel or "shared memory" not in str(exc):
-                    raise
-                _log.warning("parallel HNSW build failed for want of shared memory (%s); building it serially",
-                             str(exc).strip())
-                conn.execute(drop)
-                conn.execute(queries.SERIAL_MAINTENANCE)
-                conn.execute(create)
-        finally:
-            if not conn.closed:
-                with contextlib.suppress(psycopg.OperationalError):
-                    conn.execute(queries.RESET_MAINTENANCE)
-
     def rebuild_sparse_blocks_index(self, *, sparse: int = SPARSE_ENTRIES_PER_PAGE, wait: str = "10s") -> bool:
         """Rebuild the BM25 blocks' primary key (REINDEX CONCURRENTLY: reads and writes go on) when it holds fewer
         than `sparse` entries a page. Compaction deletes most of the blocks ingest writes, and a btree never
@@ -624,12 +518,12 @@ class Store:
             with pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
-            if _saturated(pool):  # every connection in use: the database is there, busy with other requests
+            if saturated(pool):  # every connection in use: the database is there, busy with other requests
                 raise Busy(f"every connection of pool {pool.name} was in use for {pool.timeout:g} s "
                            "(RAGD_DB_TIMEOUT_S); retry later") from exc
-            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
+            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({redact(self.url)}): {exc}") from exc
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({_redact(self.url)}): {exc}") from exc
+            raise DatabaseUnavailable(f"lost the connection to PostgreSQL ({redact(self.url)}): {exc}") from exc
 
     # -- schema -------------------------------------------------------------------------------
 
@@ -668,12 +562,6 @@ class Store:
         return int(row[0]) if row and row[0] is not None else 0
 
 
-def lsn_value(lsn: str) -> int:
-    """A WAL position ('16/B374D848') as a number, to compare two."""
-    high, low = lsn.split("/")
-    return (int(high, 16) << 32) + int(low, 16)
-
-
 class Beside:
     """A second session in a reading_pair's snapshot: `with beside() as conn:` a tenant connection whose
     REPEATABLE READ transaction imported the first one's snapshot, or None when the pool has none free within
@@ -692,137 +580,6 @@ class Beside:
             yield spare
 
 
-class Replica:
-    """A streaming replica (RAGD_READ_DATABASE_URL): its tenant sessions (the same roles and policies as the
-    primary's, replicated with it), and whether it may serve a read now, checked at most once a second."""
-
-    CHECK_EVERY_S = 1.0
-
-    def __init__(self, url: str, settings: Settings):
-        self.url = url
-        self.settings = settings.model_copy(update={"database_url": url, "app_database_url": None,
-                                                    "read_database_url": None})
-        self._store: Store | None = None
-        self._lock = threading.Lock()
-        self._checked = -1e9
-        self._usable = False
-        self._replayed = 0
-        self._heads: deque[tuple[float, int]] = deque(maxlen=600)  # (when, the primary's WAL position then)
-        self._reason = ""
-
-    def store(self) -> Store:
-        with self._lock:
-            if self._store is None:
-                self._store = Store(self.url, settings=self.settings, migrate=False)
-            return self._store
-
-    def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-
-    def failed(self, exc: BaseException) -> None:
-        self._set(False, f"failed: {_first_line(str(exc))}")
-        self._checked = time.monotonic()
-
-    def _set(self, usable: bool, reason: str = "") -> None:
-        if usable != self._usable or reason.split(":")[0] != self._reason.split(":")[0]:
-            if usable:
-                if self._reason:  # (not on the first check)
-                    _log.warning("read replica %s serves reads again", _redact(self.url))
-            else:
-                _log.warning("read replica %s skipped (reads go to the primary): %s", _redact(self.url), reason)
-        self._usable, self._reason = usable, reason
-
-    def usable(self, primary: Store, after_lsn: str | None) -> bool:
-        now = time.monotonic()
-        if now - self._checked >= self.CHECK_EVERY_S:
-            self._checked = now
-            self._check(primary, now)
-        if not self._usable:
-            return False
-        if after_lsn is None or self._replayed >= lsn_value(after_lsn):
-            return True
-        return self._wait_for(lsn_value(after_lsn))
-
-    def _check(self, primary: Store, now: float) -> None:
-        try:
-            with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
-                in_recovery, replayed, behind_s = conn.execute(queries.REPLICA_STATE).fetchone()  # type: ignore[misc]
-            head = lsn_value(primary.write_lsn())
-        except (psycopg.Error, RagdError) as exc:
-            self._set(False, f"unreachable: {_first_line(str(exc))}")
-            return
-        if not in_recovery:
-            self._set(False, "not in recovery (promoted, or not a replica): it would serve writes of its own")
-            return
-        self._replayed = lsn_value(str(replayed)) if replayed else 0
-        # it has replayed everything the primary had written at the last check whose position it passed: its lag
-        # is the time since then (0 when it has what the primary has now); before any such check, the time since
-        # the last transaction it replayed
-        self._heads.append((now, head))
-        passed = [when for when, position in self._heads if position <= self._replayed]
-        lag = now - max(passed) if passed else max(float(behind_s or 0.0), now - self._heads[0][0])
-        limit = self.settings.replica_max_lag_s
-        if lag > limit:
-            self._set(False, f"lagging: {lag:.1f}s behind the primary, over RAGD_REPLICA_MAX_LAG_S={limit:g}")
-        else:
-            self._set(True)
-
-    def _wait_for(self, lsn: int) -> bool:
-        """Wait (at most RAGD_READ_YOUR_WRITES_WAIT_S) for this replica to replay lsn; False past that."""
-        deadline = time.monotonic() + self.settings.read_your_writes_wait_s
-        try:
-            with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
-                while True:
-                    replayed = conn.execute("SELECT pg_last_wal_replay_lsn()").fetchone()[0]  # type: ignore[index]
-                    self._replayed = max(self._replayed, lsn_value(str(replayed)) if replayed else 0)
-                    if self._replayed >= lsn:
-                        return True
-                    if time.monotonic() >= deadline:
-                        return False
-                    time.sleep(0.01)
-        except psycopg.Error as exc:
-            self.failed(exc)
-            return False
-
-
-def _pool(url: str, name: str, *, min_size: int, max_size: int = 8, max_idle: float = 600,
-          timeout: float = 10.0, session: str = "SET jit = off") -> ConnectionPool:
-    """Connections checked before use (a server restart leaves none broken for a caller); a caller waits at most
-    `timeout` seconds for one, so a lost database is reported (503) within that time, not after minutes."""
-    return ConnectionPool(url, min_size=min_size, max_size=max_size, max_idle=max_idle,
-                          configure=lambda conn: _configure(conn, session),
-                          reset=lambda conn: _reset(conn, session), check=ConnectionPool.check_connection,
-                          open=True, timeout=timeout, name=name)
-
-
-def _saturated(pool: ConnectionPool) -> bool:
-    """Whether every connection the pool may have is open and in use."""
-    stats = pool.get_stats()
-    return stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
-
-
-def _close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:
-    with lock:
-        pools = list(tenants.values())
-        tenants.clear()
-    for pool in pools:
-        pool.close()
-    admin.close()
-
-
-def _reset(conn: psycopg.Connection[Any], session: str) -> None:
-    """Undo whatever SQL in a session left behind (settings, role, temporary tables that would shadow ragd's own,
-    listeners, session advisory locks) before the connection serves again."""
-    conn.execute("; ".join((*queries.RESET_SESSION, session)))  # one message: a search's connections return at once
-    conn.commit()
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "no reason given"
-
-
-def _redact(url: str) -> str:
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+def _replica_store(url: str, settings: Settings) -> Store:
+    """A replica's own store: its tenant sessions, never migrated (the primary's schema replicates)."""
+    return Store(url, settings=settings, migrate=False)

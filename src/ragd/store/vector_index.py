@@ -4,12 +4,16 @@ builder thread of the process so that no request waits for one (`IndexBuilds`)."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import queries
+import psycopg
+
+from . import embedded, queries
 from .postgres import Store
 
 log = logging.getLogger("ragd.engine")
@@ -51,8 +55,8 @@ def build(store: Store, collection_id: uuid.UUID, embed_model: str, dims: int, v
                 if state == (False,):
                     conn.execute(queries.drop_hnsw_index(collection_id))
                 index = queries.create_hnsw_index(collection_id, embed_model, dims, vector_type, ef_construction)
-                store.build_hnsw_index(conn, index, queries.drop_hnsw_index(collection_id),
-                                       lambda: _graph_bytes(conn, collection_id, embed_model, dims, vector_type))
+                build_hnsw_index(store, conn, index, queries.drop_hnsw_index(collection_id),
+                                 lambda: _graph_bytes(conn, collection_id, embed_model, dims, vector_type))
     return True
 
 
@@ -60,6 +64,39 @@ def _graph_bytes(conn: Any, collection_id: uuid.UUID, embed_model: str, dims: in
     """About the memory pgvector's build of this collection's graph takes (its active vectors counted)."""
     row = conn.execute(queries.INDEXED_ROWS, {"collection_id": collection_id, "embed_model": embed_model}).fetchone()
     return queries.hnsw_graph_bytes(row[0] if row else 0, dims, vector_type)
+
+
+def build_hnsw_index(store: Store, conn: psycopg.Connection[Any], create: Any, drop: Any,
+                     graph_bytes: Callable[[], int]) -> None:
+    """Run `create` (an HNSW CREATE INDEX CONCURRENTLY) on conn (autocommit) for a graph of about graph_bytes()
+    bytes (counted only where it is used: on the embedded server).
+    On the embedded server the build's memory is sized to the graph (pgvector builds several times slower once
+    its graph outgrows maintenance_work_mem), and it runs serially where /dev/shm cannot hold the parallel
+    build's shared segment, which is as large as that memory (Docker gives containers 64 MB). On any server a
+    parallel build that fails for want of shared memory is dropped (it leaves an invalid index) and run again
+    serially. The session's settings are restored afterwards (the connection goes back to the pool)."""
+    parallel = True
+    try:
+        if store.embedded:
+            memory, parallel = embedded.index_build_memory(
+                graph_bytes(), conn.execute(queries.MAINTENANCE_MEMORY).fetchone()[0])  # type: ignore[index]
+            conn.execute(queries.SET_MAINTENANCE_MEMORY, {"kb": f"{memory // 1024}kB"})
+            if not parallel:
+                conn.execute(queries.SERIAL_MAINTENANCE)
+        try:
+            conn.execute(create)
+        except (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory) as exc:
+            if not parallel or "shared memory" not in str(exc):
+                raise
+            log.warning("parallel HNSW build failed for want of shared memory (%s); building it serially",
+                         str(exc).strip())
+            conn.execute(drop)
+            conn.execute(queries.SERIAL_MAINTENANCE)
+            conn.execute(create)
+    finally:
+        if not conn.closed:
+            with contextlib.suppress(psycopg.OperationalError):
+                conn.execute(queries.RESET_MAINTENANCE)
 
 
 class IndexBuilds:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from ...embed import make_embedder
 from ...errors import RagdError
-from ...store.postgres import latest_migration
+from ...store.schema import latest_migration
 from ..deps import Rag
 from ..errors import ERRORS, ApiError
 
