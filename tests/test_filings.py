@@ -16,20 +16,10 @@ from typing import Any
 import pytest
 
 import ragd
+from ragd.answer.periods import Table, quarter_asked, quarters_asked
 from ragd.answer.question import decimals_asked, read_question
-from ragd.answer.statements import (
-    Computed,
-    Missing,
-    Table,
-    answer,
-    asks_movement,
-    asks_trend,
-    concept_of,
-    label_key,
-    quarter_asked,
-    quarters_asked,
-    topic,
-)
+from ragd.answer.statements import Computed, Missing, answer, asks_movement, asks_trend, topic
+from ragd.answer.vocabulary import concept_of, label_key
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
 from ragd.ingest.identity import identify
@@ -642,7 +632,7 @@ def test_years_on_two_lines_over_a_table_and_figures_merged_in_one_cell_are_read
 def test_a_statement_title_with_a_letter_set_apart_names_its_statement() -> None:
     """Issue 57: 3M's balance sheet is titled "Consolidated Balance Shee t" in its text layer, so a note titled
     "Supplemental Balance Sheet Information" was taken for the balance sheet and its page cited."""
-    from ragd.answer.statements import statement_named
+    from ragd.answer.vocabulary import statement_named
 
     assert statement_named("3M Company and Subsidiaries Consolidated Balance Shee t") == "balance"
     assert statement_named("Consolidated Statements of Cash Flows") == "cash"

@@ -24,8 +24,8 @@ from ..embed.hashing import tokens
 from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_rows
+from .periods import Table, period_column, period_span, unit_of
 from .question import CHOICE, MOST
-from .statements import Table, period_column, period_span, unit_of
 
 _AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P<list>[^?]+?),\s*(?:which|what)\b",
                     re.IGNORECASE)

@@ -19,17 +19,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .. import ids
-from ..answer import PROMPT_VERSION, Budget, choice, render, select, statements
-from ..answer.abstain import ABSTAIN_ANSWER, declines, judge
-from ..answer.answerable import Judgement, Limits, constraints, content_stems, stem
-from ..answer.answerable import judge as judge_answerable
-from ..answer.arithmetic import Calculation, Refusal, compute
-from ..answer.choice import Chosen
-from ..answer.citations import MARKER, check, citation
-from ..answer.extractive import extract
-from ..answer.generators import Completion, Generator
-from ..answer.question import ReadQuestion, decimals_asked, read_question
-from ..answer.statements import Computed, Missing
 from ..config import Settings
 from ..embed.base import TokenCounter
 from ..rerank import CrossEncoder, probability
@@ -41,6 +30,17 @@ from ..retrieve.search import Reading, Searched, Stopwatch, retrieve, scope_for
 from ..store import queries
 from ..telemetry import annotate, log_timestamp, span
 from ..types import Answer, Candidate, Plan
+from . import PROMPT_VERSION, Budget, choice, periods, render, select, statements
+from .abstain import ABSTAIN_ANSWER, declines, judge
+from .answerable import Judgement, Limits, constraints, content_stems, stem
+from .answerable import judge as judge_answerable
+from .arithmetic import Calculation, Refusal, compute
+from .choice import Chosen
+from .citations import MARKER, check, citation
+from .extractive import extract
+from .generators import Completion, Generator
+from .question import ReadQuestion, decimals_asked, read_question
+from .statements import Computed, Missing
 
 
 class Answering(Reading, Protocol):
@@ -242,7 +242,7 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
     here: the total's X is no answer. A trend asked with no year ("are its gross margins historically
     consistent?") is read over the years of the issuer's latest annual filing; `movement`: the question asks what
     drove a change (`statements.asks_movement`), read against the year before."""
-    years = statements.years_asked(read.text)
+    years = periods.years_asked(read.text)
     chooses = choice.asked(read.text)
     over: list[int] = []
     annual = [h.fiscal_year for h in scope.held if h.form in ANNUAL and h.fiscal_year]
@@ -264,7 +264,7 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
             if chooses is not None:
                 outcome = choice.choose(read.text, chunks, years)
             else:  # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
-                tables = [t for c in chunks for t in statements.Table.read(c)]
+                tables = [t for c in chunks for t in periods.Table.read(c)]
                 outcome = statements.answer(read.text, tables, hint, percent=percent, original=read.asked,
                                             movement=movement, over=over)
             if isinstance(outcome, (Computed, Chosen)):
@@ -372,8 +372,8 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
     # a table of the named document showing the options answers a choice though it does not say the question's
     # words ("business segments", "lowest"): retrieval kept to that issuer's filings, and the table's own rows say
     # which options and figures it holds
-    years = statements.years_asked(asked)
-    quarter = statements.quarters_asked(question).get(years[-1]) if years else None
+    years = periods.years_asked(asked)
+    quarter = periods.quarters_asked(question).get(years[-1]) if years else None
     chosen = choice.choose(asked, relevant if named else quotable, years, quarter)
     if chosen is not None:  # which of several stands first by a measure, from a table showing them all
         checked = check(chosen.sentence(), context)

@@ -1,0 +1,325 @@
+"""Statements as tables of facts (line item, period, value, unit, page, chunk), and the periods a table's
+columns and a question name: fiscal years, quarters and spans, the column of a period, a line item's fact."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..types import Candidate
+from .arithmetic import parse_number
+from .extractive import table
+from .question import ORDINALS, QUARTER_NAMED, quarter_number
+from .vocabulary import LINE_ITEMS, OUTFLOWS, UNIT, concept_of, statement_named
+
+YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
+RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
+AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Fact:
+    concept: str
+    label: str  # the row as printed
+    column: str  # the period's column header
+    cell: str
+    value: float
+    unit: str  # "million", "thousand", "billion" or ""
+    page: int | None
+    chunk: Candidate
+
+
+@dataclass(frozen=True)
+class Table:
+    chunk: Candidate
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    statement: str | None  # income, balance, cash: what its title says it is
+    unit: str
+    items: int  # rows the vocabulary names
+    fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
+    quarterly: bool = False  # a quarter's document (its dated columns are also the quarter's and the year's)
+    title: str = ""  # its heading path, header label and first row's label
+
+    @classmethod
+    def read(cls, chunk: Candidate) -> list[Table]:
+        """The table of a chunk (none for fewer than two columns), its figures realigned when its currency signs
+        misplace them (`_compacted`)."""
+        header, body = table(chunk.content)
+        if not header or len(header) < 2:
+            return []
+        return [cls.of(chunk, *_compacted(*_promoted(header, body)))]
+
+    @classmethod
+    def of(cls, chunk: Candidate, header: Sequence[str] | None = None,
+           body: Sequence[Sequence[str]] | None = None) -> Table:
+        if header is None or body is None:
+            header, body = table(chunk.content)
+        title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
+        statement = statement_named(title)
+        unit = unit_of(" ".join([header[0], *chunk.heading_path[-1:]]))
+        body = _sectioned(body)
+        items = sum(1 for r in body if r and concept_of(r[0]) is not None)
+        ident = chunk.metadata.get("identity") or {}
+        fiscal = None
+        quarter = ident.get("fiscal_quarter")
+        if ident.get("period_end") and ident.get("fiscal_year"):
+            end = str(ident["period_end"])
+            # a quarter's end lies 3 x (4 - its quarter) months before the end of its fiscal year
+            months = int(end[:4]) * 12 + int(end[5:7]) - 1 + (3 * (4 - int(quarter)) if quarter else 0)
+            fiscal = (months % 12 + 1, int(ident["fiscal_year"]) - months // 12)
+        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal, bool(quarter), title)
+
+
+def unit_of(text: str) -> str:
+    """The unit a caption states ("(In millions, except per share data)": "million"); "" when none."""
+    m = UNIT.search(text)
+    return {"thousands": "thousand", "millions": "million", "billions": "billion"}[m.group(1).lower()] if m else ""
+
+
+_PER_SHARE = re.compile(r"(?<!except\s)\bper\s+(?:common\s+|ordinary\s+)?share\b", re.IGNORECASE)
+_PERIOD_CELL = re.compile(r"^\s*(?:(?:19|20)\d\d|[A-Z][a-z]+\.?\s+\d{1,2},?\s+(?:19|20)\d\d)\s*(?:\(\d\))*\s*$")
+
+
+def _promoted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
+    """A header naming no period over caption rows (a title, "(Dollars in Millions)") and a row of periods
+    ("| | 2022 | 2021 |"): that row becomes the header, its label the header's and the captions' words, so the
+    title and the unit are still read from it."""
+    def periods(row: Sequence[str]) -> bool:
+        cells = [c for c in row[1:] if c.strip()]
+        return len(cells) >= 2 and all(_PERIOD_CELL.match(c) for c in cells)
+
+    if periods(header):
+        return list(header), [list(r) for r in body]
+    captions = [header[0]]
+    for i, row in enumerate(body[:3]):
+        if periods(row):
+            return ([" ".join(c for c in (*captions, row[0]) if c.strip()), *row[1:]],
+                    [list(r) for r in body[i + 1:]])
+        if any(c.strip() for c in row[1:]):
+            break
+        captions.append(row[0] if row else "")
+    return list(header), [list(r) for r in body]
+
+
+def _sectioned(body: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """The rows, each under a per-share section ("Per Share Data", "Earnings per common share:") labelled with it
+    ("Per Share Data: Net earnings (loss)"): a section's rows are amounts per share, whatever their own labels say.
+    A section is a row with a label and no figures; the next one ends it."""
+    out: list[tuple[str, ...]] = []
+    section = ""
+    for row in body:
+        if row and row[0].strip() and not any(c.strip() for c in row[1:]):
+            section = row[0].strip().rstrip(":") if _PER_SHARE.search(row[0]) else ""
+        elif row and section and row[0].strip() and not _PER_SHARE.search(row[0]):
+            row = (f"{section}: {row[0]}", *row[1:])
+        out.append(tuple(row))
+    return out
+
+
+_DATED = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+((?:19|20)\d\d)\b",
+                    re.IGNORECASE)
+_MONTH_NUMBER = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                             "nov", "dec"), start=1)}
+
+
+def fiscal_years(cell: str, fiscal: tuple[int, int] | None) -> set[int]:
+    """The fiscal years a column header names. A date at the document's fiscal year end ("January 29, 2022") is
+    the fiscal year the issuer names after it (`fiscal`: the month its years end and how many years the name
+    differs from the end's year: a year ending January 29, 2022 may be fiscal 2021); a plain year is itself."""
+    dated = list(_DATED.finditer(cell))
+    if dated:
+        out = set()
+        for m in dated:
+            year, month = int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]]
+            shift = fiscal[1] if fiscal and min((month - fiscal[0]) % 12, (fiscal[0] - month) % 12) <= 1 else 0
+            out.add(year + shift)
+        return out
+    return {int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", cell)}
+
+
+_CURRENCY = frozenset({"$", "\u20ac", "\u00a3", "\u00a5", "US$"})
+
+
+def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
+    """A table whose currency signs stand in columns of their own ("Cash | $ | 11,258 | $ | 12,277" beside
+    "Receivables | 917 | | 1,028 |", or under a header whose periods stand over the signs): each row's figures in
+    order, in as many columns as most rows have; a row with another count keeps its label only (which of its
+    columns is empty cannot be told). Other tables as they are."""
+    if not any(c.strip() in _CURRENCY for r in body for c in r[1:]) or (_aligned(body) and _over(header, body)):
+        return list(header), [list(r) for r in body]
+
+    def values(cells: Sequence[str], split: bool = True) -> list[str]:
+        out = []  # a figures' cell of several ("19,038 17,405") is each of them (not a header's "2015 (1)")
+        for c in (c.strip() for c in cells[1:]):
+            words = c.split()
+            several = split and len(words) > 1 and all(w in _CURRENCY or parse_number(w) is not None for w in words)
+            out += [w for w in words if w not in _CURRENCY] if several else [c] if c and c not in _CURRENCY else []
+        return out
+
+    counts = Counter(len(values(r)) for r in body if values(r))
+    if not counts:
+        return list(header), [list(r) for r in body]
+    width = max(counts, key=lambda n: (counts[n], n))
+    rows = [[r[0] if r else "", *(values(r) if len(values(r)) == width else [""] * width)] for r in body]
+    heads = values(header, split=False)
+    return [header[0], *(heads if len(heads) == width else [""] * width)], rows
+
+
+def _over(header: Sequence[str], body: Sequence[Sequence[str]]) -> bool:
+    """Whether the header's labels stand over the rows' figures (not over their currency signs beside them)."""
+    heads = {i for i, c in enumerate(header) if i and c.strip()}
+    figures = {i for r in body for i, c in enumerate(r) if i and parse_number(c) is not None}
+    return not heads or not figures or not heads.isdisjoint(figures)
+
+
+def _aligned(body: Sequence[Sequence[str]]) -> bool:
+    """Whether the rows' figures stand in the same columns: no two rows hold theirs in disjoint columns (a row
+    whose signs took its figures' places beside one without signs)."""
+    places = {frozenset(i for i, c in enumerate(r) if i and parse_number(c) is not None) for r in body}
+    places.discard(frozenset())
+    return not any(a.isdisjoint(b) for a in places for b in places if a != b)
+
+
+_SPAN = re.compile(r"\b(three|six|nine|twelve|3|6|9|12)[\s-]+months?\b|\b(thirteen|twenty[\s-]six|thirty[\s-]nine|"
+                   r"fifty[\s-]two|fifty[\s-]three|13|26|39|52|53)[\s-]+weeks?\b|\b(quarters?|Q[1-4])\b|"
+                   r"\b(years?|annual)\b", re.IGNORECASE)
+_SPAN_MONTHS = {"three": 3, "3": 3, "six": 6, "6": 6, "nine": 9, "9": 9, "twelve": 12, "12": 12, "thirteen": 3,
+                "13": 3, "twenty-six": 6, "26": 6, "thirty-nine": 9, "39": 9, "fifty-two": 12, "52": 12,
+                "fifty-three": 12, "53": 12}
+_QUARTER_CELL = re.compile(r"\bQ([1-4])\W{0,3}((?:19|20)\d\d)\b|\b(first|second|third|fourth)\s+quarter\D{0,20}"
+                           r"((?:19|20)\d\d)\b", re.IGNORECASE)
+
+
+_SAME_QUARTER = re.compile(r"\b(?:same|corresponding|comparable)\s+(?:fiscal\s+)?(?:quarter|period|three\s+months)\b",
+                           re.IGNORECASE)
+_YEAR_AFTER = re.compile(r"\s*(?:of\s+|in\s+)?(?:the\s+)?(?:fiscal\s+(?:year\s+)?|FY\s*)?'?((?:19|20)\d\d)\b",
+                         re.IGNORECASE)
+_YEAR_BEFORE = re.compile(r"\b((?:19|20)\d\d)\s*$")
+
+
+def quarters_asked(question: str) -> dict[int, int]:
+    """The fiscal quarter asked of each year the question names ("between FY2023 and Q2 of FY2024": 2024's
+    second quarter and the year 2023; "Q2 2023 compared to the same quarter of 2022": both second quarters); a
+    quarter named with no year of its own is every named year's."""
+    out: dict[int, int] = {}
+    loose: list[int] = []
+    for m in QUARTER_NAMED.finditer(question):
+        quarter = quarter_number(m)
+        year = _YEAR_AFTER.match(question, m.end()) or _YEAR_BEFORE.search(question[: m.start()])
+        if year:
+            out.setdefault(int(year.group(1)), quarter)
+        else:
+            loose.append(quarter)
+    first = next(iter(out.values()), None) if not loose else loose[0]
+    for m in _SAME_QUARTER.finditer(question):
+        year = _YEAR_AFTER.match(question, m.end())
+        if year and first is not None:
+            out.setdefault(int(year.group(1)), first)
+    if len(set(loose)) == 1:
+        for y in years_asked(question):
+            out.setdefault(y, loose[0])
+    return out
+
+
+def quarter_asked(question: str) -> int | None:
+    """The fiscal quarter a question asks about ("Q2 of FY2023", "the second fiscal quarter of 2023")."""
+    m = QUARTER_NAMED.search(question)
+    return quarter_number(m) if m else None
+
+
+def period_span(cell: str) -> int | None:
+    """The months a column's period spans, as its header says ("Three Months Ended", "26 weeks", "Q2", "Year
+    Ended"); None when it says none (a balance sheet's date, a plain year)."""
+    m = _SPAN.search(cell)
+    if m is None:
+        return None
+    word = re.sub(r"[\s-]+", "-", (m.group(1) or m.group(2) or "").lower())
+    if word:
+        return _SPAN_MONTHS.get(word)
+    return 3 if m.group(3) else 12
+
+
+def _fiscal_quarter(year: int, month: int, fiscal: tuple[int, int] | None) -> tuple[int, int]:
+    """(fiscal year, quarter) of a date, for fiscal years ending in `fiscal[0]` (December when unknown)."""
+    end_month, shift = fiscal or (12, 0)
+    after = (month - end_month) % 12  # months since the last year end (0: it is one)
+    quarter = 4 if after == 0 else (after + 2) // 3
+    return (year if after == 0 or month < end_month else year + 1) + shift, quarter
+
+
+def _dated_quarters(cell: str, fiscal: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """(fiscal year, quarter) of each date a column header names."""
+    return [_fiscal_quarter(int(m.group(2)), _MONTH_NUMBER[m.group(1).lower()[:3]], fiscal)
+            for m in _DATED.finditer(cell)]
+
+
+def period_column(t: Table, year: int, quarter: int | None) -> int | None:
+    """The column of a fiscal year (a year's column: not a quarter's or half-year's, nor, in a quarter's document,
+    a date inside the year) or of a fiscal quarter (a three-month column, or a date, of that quarter; a plain year
+    where the table's title names the quarter); one column, else none."""
+    hits = []
+    for i, h in enumerate(t.header):
+        if i == 0:
+            continue
+        span = period_span(h)
+        if quarter is None:
+            inside = t.quarterly and any(q != 4 for _, q in _dated_quarters(h, t.fiscal))
+            if span in (None, 12) and not inside and year in fiscal_years(h, t.fiscal):
+                hits.append(i)
+            continue
+        if span not in (None, 3):
+            continue
+        dated = _dated_quarters(h, t.fiscal)
+        named = _QUARTER_CELL.search(h)
+        if dated:
+            ok = (year, quarter) in dated
+        elif named:
+            ok = (int(named.group(1)) if named.group(1) else ORDINALS[named.group(3).lower()],
+                  int(named.group(2) or named.group(4))) == (quarter, year)
+        else:
+            ok = year in fiscal_years(h, None) and quarter_asked(t.title) == quarter and t.quarterly
+        if ok:
+            hits.append(i)
+    return hits[0] if len(hits) == 1 else None
+
+
+def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = None,
+         quarter: int | None = None) -> Fact | None:
+    """The fact of a concept for a fiscal year (or a quarter of it): from the table that is the concept's
+    statement (or the one the question asks to rely on), with one column for the period and the most line items;
+    the row whose label names the concept most specifically."""
+    home = LINE_ITEMS[concept][0]
+    best: tuple[tuple[int, int, int, int], Fact] | None = None
+    for order, t in enumerate(tables):
+        col = period_column(t, year, quarter)
+        if col is None:
+            continue
+        rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
+                and col < len(r) and parse_number(r[col]) is not None]
+        if not rows:
+            continue
+        rank, row = min(rows, key=lambda x: x[0])
+        score = (int(t.statement == home) + int(hint is not None and t.statement == hint), t.items, -rank, -order)
+        if best is None or score > best[0]:
+            value = parse_number(row[col])
+            assert value is not None
+            if concept in OUTFLOWS:  # an expense or outflow printed in brackets is still that amount
+                value = abs(value)
+            pages = t.chunk.metadata.get("pages") or [None]
+            best = (score, Fact(concept, row[0], t.header[col], row[col].replace("$", "").strip(), value, t.unit,
+                                pages[0], t.chunk))
+    return best[1] if best else None
+
+
+def years_asked(question: str) -> list[int]:
+    """The years a question names; an average over a range of at most ten years names each year of it."""
+    years = sorted({int(y) for y in YEAR.findall(question)})
+    m = RANGE.search(question)
+    if m and AVERAGE.search(question):
+        first, last = int(m.group(1)), int(m.group(2))
+        if 0 < last - first <= 10:
+            return list(range(first, last + 1))
+    return years
