@@ -513,7 +513,7 @@ def test_the_gutter_between_columns_is_found_as_its_definition_says() -> None:
     """The widest band between boxes' sides crossed by at most a tenth of them, with a fifth of the boxes on each
     side, is counted by bisection; on the lines of real one-, two- and three-column pages (and their first
     halves and every other line, for more shapes) it is the band a count over every box finds."""
-    from ragd.ingest.extract.layout import _band, lines_to_boxes
+    from ragd.ingest.extract.geometry import _band, lines_to_boxes
     from ragd.ingest.extract.pdf import _word_box
     from ragd.ingest.extract.pdfpages import FastPDF, extract_words
 
@@ -613,7 +613,7 @@ def test_pdf_pages_spooled_to_disk_read_the_same_and_running_headers_are_dropped
 
 
 def test_page_spool_rolls_to_disk_and_reads_pages_back_in_order() -> None:
-    from ragd.ingest.extract.layout import Box
+    from ragd.ingest.extract.geometry import Box
     from ragd.ingest.extract.pdf import PageSpool
 
     table = Block(type="table", text="| a | b |", header=("a", "b"), rows=(("1", "2"),))
@@ -633,18 +633,18 @@ def test_a_band_with_figures_alone_on_one_side_is_no_gutter_between_page_columns
     """Issue 57: under Best Buy's income statement, a few rows of shares ("Basic | 318.5 | 346.5 | 349.5") left
     a wide band between their labels and figures; taken for the gutter between two page columns, it cut the
     statement above from its labels. Page columns are of words on both sides."""
-    from ragd.ingest.extract.layout import Box, _gutter
+    from ragd.ingest.extract.geometry import Box, column_gutter
 
     rows = []
     for n, label in enumerate(["Basic", "Diluted", "Average", "Weighted", "Shares", "Units"]):
         y = 500.0 + 14 * n
         rows += [Box(label, 31, y, 57, y + 9, 9.0)] + [Box(f"{318 + n}.5", x, y, x + 20, y + 9, 9.0)
                                                         for x in (428.0, 498.0, 568.0)]
-    assert _gutter(rows) is None
+    assert column_gutter(rows) is None
     text = []
     for n in range(12):
         y = 100.0 + 14 * n
         text += [Box("words of the left column of text", 30, y, 280, y + 9, 9.0),
                  Box("words of the right column of text", 320, y, 580, y + 9, 9.0)]
-    band = _gutter(text)
+    band = column_gutter(text)
     assert band is not None and band[0] >= 280 and band[1] <= 320

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from ...errors import CorruptDocument
 from ...types import ExtractedDocument
 from .base import ExtractOptions, Source, single_document
-from .layout import PageText, finish, leaf_blocks, reading_order
+from .geometry import PageText, reading_order
+from .layout import finish, leaf_blocks
 from .ocr import ocr_engine, to_rgb
 
 MAX_PIXELS = 60_000_000  # a decompression bomb is refused before it is decoded

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import IngestError
-from .layout import Box
+from .geometry import Box
 
 
 class OcrEngine(Protocol):

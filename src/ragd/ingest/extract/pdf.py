@@ -19,18 +19,9 @@ from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestE
 from ...types import Block, ExtractedDocument, table_text
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, collector_paused, single_document
-from .layout import (
-    TABLE_CAPTION,
-    TABLE_NOTE,
-    Box,
-    PageText,
-    borderless_tables,
-    finish,
-    is_figure,
-    leaf_blocks,
-    lines_to_boxes,
-    reading_order,
-)
+from .borderless import borderless_tables
+from .geometry import TABLE_CAPTION, TABLE_NOTE, Box, PageText, is_figure, lines_to_boxes, reading_order
+from .layout import finish, leaf_blocks
 from .ocr import ocr_engine, to_rgb
 from .office import Span, kept_spans, table_block
 
