@@ -514,8 +514,8 @@ def test_the_gutter_between_columns_is_found_as_its_definition_says() -> None:
     side, is counted by bisection; on the lines of real one-, two- and three-column pages (and their first
     halves and every other line, for more shapes) it is the band a count over every box finds."""
     from ragd.ingest.extract.geometry import _band, lines_to_boxes
-    from ragd.ingest.extract.pdf import _word_box
     from ragd.ingest.extract.pdfpages import FastPDF, extract_words
+    from ragd.ingest.extract.pdfwords import word_box
 
     def defined(boxes: list[Any]) -> tuple[float, float] | None:
         n, size = len(boxes), statistics.median(b.size for b in boxes)
@@ -535,7 +535,7 @@ def test_the_gutter_between_columns_is_found_as_its_definition_says() -> None:
                  DATA / "docs" / "pdfplumber" / "federal-register-2020-17221.pdf"):
         with FastPDF.open_bytes(path.read_bytes()) as pdf:
             for page in pdf.pages[:6]:
-                lines = lines_to_boxes([_word_box(w) for w in extract_words(page, extra_attrs=["fontname", "size"])])
+                lines = lines_to_boxes([word_box(w) for w in extract_words(page, extra_attrs=["fontname", "size"])])
                 for boxes in (lines, lines[: len(lines) // 2], lines[::2]):
                     if len(boxes) >= 6:
                         assert _band(boxes) == defined(boxes)

@@ -375,13 +375,13 @@ def test_a_ruled_tables_cells_read_from_the_pages_character_middles_are_pdfplumb
     outside."""
     from pdfplumber.table import Table
 
-    from ragd.ingest.extract.pdf import _cell_texts, _middles
     from ragd.ingest.extract.pdfpages import FastPDF
+    from ragd.ingest.extract.ruled import cell_texts, middles_of
 
     cells = outside = 0
     with FastPDF.open_bytes(_pdf_path(name).read_bytes()) as pdf:
         for page in pdf.pages:
-            middles = _middles(page.chars)
+            middles = middles_of(page.chars)
             for table in page.find_tables():
                 x0, top, x1, bottom = table.bbox
                 outside += sum(1 for x, y, _ in middles if not (x0 <= x <= x1 and top <= y <= bottom))
@@ -392,7 +392,7 @@ def test_a_ruled_tables_cells_read_from_the_pages_character_middles_are_pdfplumb
                 for found in (table, Table(page, sides)) if sides else (table,):
                     for settings in ({}, {"char_dir_rotated": "btt"}):
                         whole = found.extract(**settings)
-                        assert _cell_texts(found, middles, **settings) == whole
+                        assert cell_texts(found, middles, **settings) == whole
                         cells += sum(1 for row in whole for c in row if c)
     assert cells > 40 and outside > 0
 

@@ -1,6 +1,7 @@
-"""PDF: pdfplumber for the text layer (words with font size and weight, ruled tables), the layout module for
-reading order, paragraphs, borderless tables and headings; pages without a text layer are rendered with
-pypdfium2 and go through OCR."""
+"""PDF: pdfplumber for the text layer (words with font size and weight: pdfwords.py; ruled tables: ruled.py), the
+layout modules for reading order, paragraphs, borderless tables and headings; pages without a text layer are
+rendered with pypdfium2 and go through OCR. Pages are read in ranges (possibly by several workers) and spooled,
+then laid out as one document."""
 
 from __future__ import annotations
 
@@ -8,22 +9,36 @@ import io
 import pickle
 import re
 import tempfile
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter, methodcaller
+from operator import methodcaller
 from typing import Any
 
 from ...errors import CorruptDocument, EmptyDocument, EncryptedDocument, IngestError
-from ...types import Block, ExtractedDocument, table_text
+from ...types import Block, ExtractedDocument
 from ..normalize import normalize_text
 from .base import ExtractOptions, Source, collector_paused, single_document
 from .borderless import borderless_tables
-from .geometry import TABLE_CAPTION, TABLE_NOTE, Box, PageText, is_figure, lines_to_boxes, reading_order
+from .geometry import Box, PageText, lines_to_boxes, reading_order
 from .layout import finish, leaf_blocks
 from .ocr import ocr_engine, to_rgb
-from .office import Span, kept_spans, table_block
+from .pdfwords import TEXT, TOP, X0, attach_scripts, visual_to_logical, word_box
+from .ruled import (
+    MIN_COLUMN_RULES,
+    Middle,
+    caption_and_note,
+    cell_texts,
+    closing_edges,
+    column_rules,
+    cuts_words,
+    finer,
+    inset_shading,
+    middles_of,
+    rotated_direction,
+    ruled_grid,
+    table_block_of,
+)
 
 MIN_TEXT_CHARS = 20  # fewer characters than this on a page with an image: treat the page as a scan
 # a page with more characters than this share (and count) in fonts without a Unicode mapping is read by OCR;
@@ -32,190 +47,8 @@ MAX_UNMAPPED_SHARE, MAX_UNMAPPED = 0.05, 50
 MIN_OUTLINE_CURVES = 50  # a page with no text but this many curves is taken for text drawn as outlines
 OCR_DPI = 300
 _DIGITS = re.compile(r"\d+")
-_LONE_CID = re.compile(r"(?<!\S)\(cid:\d+\)(?!\S)")  # an unmapped glyph standing alone: a symbol-font bullet
 
 
-def _table_block(rows: list[list[str | None]], spans: list[Span] | None = None) -> Block | None:
-    """A ruled table found by pdfplumber, when it has at least two rows and two columns: anything smaller is a
-    box drawn around text, which stays text."""
-    grid = [["" if c is None else _cell_text(c) for c in row] for row in rows]
-    block = table_block(grid, spans=spans)
-    if block is None or block.type != "table" or max(len(r) for r in grid) < 2:
-        return None
-    return block
-
-
-def _caption_and_note(raw: list[list[str | None]]) -> tuple[bool, bool]:
-    """Whether a ruled table's first and last rows are its caption ("Table 3: ...") and note ("Source: ..."),
-    drawn inside its frame as one cell across the whole row: text about the table, not rows of it. Only in a
-    table of four rows or more."""
-    def spanning(row: list[str | None], pattern: re.Pattern[str]) -> bool:
-        values = {normalize_text(c) for c in row if c and c.strip()}
-        return len(values) == 1 and bool(pattern.match(values.pop()))
-
-    filled = [r for r in raw if any(r)]
-    if len(filled) < 4:
-        return False, False
-    return spanning(filled[0], TABLE_CAPTION), spanning(filled[-1], TABLE_NOTE)
-
-
-def _cell_text(text: str) -> str:
-    """A ruled table cell as read: right-to-left lines in logical order, a lone unmapped glyph as a bullet."""
-    return "\n".join(visual_to_logical(_LONE_CID.sub("\u2022", line)) for line in text.split("\n"))
-
-
-def _ruled_grid(table: Any, rows: list[list[str | None]],
-                words: list[dict[str, Any]]) -> tuple[list[list[str | None]], list[Span]]:
-    """A ruled table's cells as a reader sees them, and its merged cells: a merged cell's text once, at the first
-    position it covers, with its span; a body row drawn without rules between its lines split into those lines;
-    the columns and rows that only a partial rule made (nothing in them but covered or empty positions) left
-    out."""
-    cells: list[tuple[float, ...]] = [tuple(b) for row in table.rows for b in row.cells if b is not None]
-    starts: dict[tuple[float, ...], tuple[int, int]] = {}  # a cell's box -> the (row, column) its text is at
-    extent: dict[tuple[float, ...], list[int]] = {}  # a merged cell's box -> its last row and column
-    columns = [c.bbox for c in table.columns]
-    out: list[list[str | None]] = []
-    for i, (row, values) in enumerate(zip(table.rows, rows)):
-        if not any(values):
-            continue  # a row of covered and empty positions
-        lines = None
-        if i > 0 and None not in row.cells:
-            _, top, _, bottom = row.bbox
-            lines = _merged_lines(row.cells, [w for w in words if top <= (w["top"] + w["bottom"]) / 2 <= bottom])
-        if lines:
-            out.extend(lines)
-            continue
-        r = len(out)
-        for j, bbox in enumerate(row.cells):
-            if bbox is not None:
-                starts[tuple(bbox)] = (r, j)
-        for j, value in enumerate(values):
-            if value is None and row.cells[j] is None and j < len(columns):
-                x, y = (columns[j][0] + columns[j][2]) / 2, (row.bbox[1] + row.bbox[3]) / 2
-                box = next((b for b in cells if b[0] <= x <= b[2] and b[1] <= y <= b[3]), None)
-                if box is not None and box in starts:
-                    last = extent.setdefault(box, list(starts[box]))
-                    last[0], last[1] = max(last[0], r), max(last[1], j)
-        out.append(list(values))
-    width = max((len(r) for r in rows), default=0)
-    cols = [j for j in range(width) if any(j < len(r) and r[j] for r in rows)]
-    merged = [(*starts[box], r1 - starts[box][0] + 1, c1 - starts[box][1] + 1) for box, (r1, c1) in extent.items()]
-    spans = [(r, c, h, w) for r, c, h, w in kept_spans(merged, list(range(len(out))), cols)]
-    return [[row[j] for j in cols if j < len(row)] for row in out], spans
-
-
-def _merged_lines(cells: list[tuple[float, float, float, float]],
-                  words: list[dict[str, Any]]) -> list[list[str | None]] | None:
-    """A body row whose cells hold many lines that line up across the row, figures among them, is many rows drawn
-    without rules between them: the row split at its lines. A cell of wrapped text beside single-line cells, or
-    wrapped text in every cell, stays one row."""
-    per_cell = [[w for w in words if c[0] <= (w["x0"] + w["x1"]) / 2 <= c[2]
-                 and c[1] <= (w["top"] + w["bottom"]) / 2 <= c[3]] for c in cells]
-    every = sorted((w for ws in per_cell for w in ws), key=lambda w: w["top"])
-    if not every:
-        return None
-    height = sorted(w["bottom"] - w["top"] for w in every)[len(every) // 2]
-    bands: list[list[float]] = []  # [top, bottom] of each line across the row
-    for w in every:
-        if bands and w["top"] <= bands[-1][0] + height / 2:
-            bands[-1][1] = max(bands[-1][1], w["bottom"])
-        else:
-            bands.append([w["top"], w["bottom"]])
-    if len(bands) < 3:
-        return None
-
-    def band_of(w: dict[str, Any]) -> int:
-        return max(k for k, b in enumerate(bands) if w["top"] >= b[0] - height / 2)
-
-    split = [[" ".join(w["text"] for w in sorted(ws, key=lambda w: w["x0"]) if band_of(w) == k) for ws in per_cell]
-             for k in range(len(bands))]
-    multi = [j for j in range(len(cells)) if sum(1 for r in split if r[j]) >= 3]
-    numeric = [j for j in multi if sum(1 for r in split if is_figure(r[j])) * 3 >= 2 * sum(1 for r in split if r[j])]
-    across = sum(1 for r in split if sum(1 for c in r if c) >= 2)  # lines that run across the row (half at least)
-    if len(multi) < 2 or not numeric or across * 2 < len(split):
-        return None
-    return [[_cell_text(c) for c in r] for r in split]
-
-
-_EDGE_TOLERANCE = 3.0  # points: rules this close are the same rule (pdfplumber's snap tolerance)
-
-
-def _closing_edges(page: Any) -> list[dict[str, Any]]:
-    """Vertical edges for ruled tables drawn without their outer sides (common in Korean and Japanese
-    documents, and in reports whose stub column or last column is open): where two or more horizontal rules
-    run past a table's outermost column rule, the missing side is added from the first of them to the last, so
-    the first and last columns are cells too."""
-    from pdfplumber.table import merge_edges
-
-    straight = [e for e in page.edges if e.get("orientation") in ("h", "v")]  # curves give slanted edges too
-    edges = merge_edges(straight, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE, _EDGE_TOLERANCE)
-    # the short sides of a rule drawn as a thin rectangle are no column rules (pdfplumber's edge_min_length)
-    verticals = [e for e in edges if e["orientation"] == "v" and e["bottom"] - e["top"] >= _EDGE_TOLERANCE]
-    rules = [e for e in edges if e["orientation"] == "h"]
-    # column rules that overlap down the page, merged into runs: each run is one table
-    runs: list[list[Any]] = []  # top, bottom, the rules' x
-    for v in sorted(verticals, key=lambda v: (v["top"], v["x0"])):
-        if runs and v["top"] <= runs[-1][1] + _EDGE_TOLERANCE:
-            runs[-1][1] = max(runs[-1][1], v["bottom"])
-            runs[-1][2].append(v["x0"])
-        else:
-            runs.append([v["top"], v["bottom"], [v["x0"]]])
-    added = []
-    for top, bottom, xs in runs:
-        if len(set(round(x) for x in xs)) < 2:
-            continue
-        left, right = min(xs), max(xs)
-        across = [h for h in rules if top - _EDGE_TOLERANCE <= h["top"] <= bottom + _EDGE_TOLERANCE
-                  and h["x0"] < right and h["x1"] > left]
-        if len(across) < 2:
-            continue
-        for end in ("x0", "x1"):
-            x = min(h["x0"] for h in across) if end == "x0" else max(h["x1"] for h in across)
-            far = [h for h in across if abs(h[end] - x) <= _EDGE_TOLERANCE]  # the rules that reach that side
-            y0, y1 = min(h["top"] for h in far), max(h["top"] for h in far)
-            if len(far) >= 2 and not any(abs(v["x0"] - x) <= _EDGE_TOLERANCE and v["top"] <= y0 + _EDGE_TOLERANCE
-                                         and v["bottom"] >= y1 - _EDGE_TOLERANCE for v in verticals):
-                added.append({"object_type": "line", "x0": x, "x1": x, "top": y0, "bottom": y1,
-                              "width": 0.0, "height": y1 - y0})
-    return added
-
-
-def _rotated_direction(page: Any, bbox: tuple[float, float, float, float]) -> dict[str, str]:
-    """How to read the turned text in a table (column headers set on end): pdfplumber reads it top to bottom,
-    but headers turned a quarter counter-clockwise, the usual way, read bottom to top ("*JOBCTL", not
-    "LTCBOJ*"). The text matrix says which way each glyph is turned."""
-    x0, top, x1, bottom = bbox
-    turned = [c["matrix"][1] for c in page.chars
-              if not c["upright"] and x0 <= c["x0"] <= x1 and top <= c["top"] <= bottom]
-    return {"char_dir_rotated": "btt"} if sum(1 for b in turned if b > 0) * 2 > len(turned) > 0 else {}
-
-
-MAX_RULE_WIDTH = 2.0  # points: a filled rectangle thinner than this is a rule; a wider one is shading
-
-
-def _inset_shading(page: Any) -> set[int]:
-    """Shading drawn inside other shading, inset by more than the snap tolerance (a cell's colour laid a few
-    points inside its coloured frame): its sides are decoration, and taken for grid lines they split every
-    column in two. Shading that tiles a table (coloured header cells side by side) is its grid and stays."""
-    tol = _EDGE_TOLERANCE
-    shading = [r for r in page.rects if r.get("fill") and not r.get("stroke")
-               and min(r["width"], r["height"]) > MAX_RULE_WIDTH]
-    shading.sort(key=lambda r: r["x0"])
-    inset = set()
-    for r in shading:
-        for o in shading:
-            if o["x0"] > r["x0"] + tol:
-                break
-            if o is r or not (o["x1"] >= r["x1"] - tol and o["top"] <= r["top"] + tol
-                              and o["bottom"] >= r["bottom"] - tol):
-                continue
-            if max(r["x0"] - o["x0"], o["x1"] - r["x1"], r["top"] - o["top"], o["bottom"] - r["bottom"]) > tol:
-                inset.add(id(r))
-                break
-    return inset
-
-
-_TEXT, _X0, _TOP = itemgetter("text"), itemgetter("x0"), itemgetter("top")
 MIN_DOUBLED = 0.02  # share of a page's characters drawn twice at one place before the page is deduplicated
 
 
@@ -225,7 +58,7 @@ def _once(page: Any) -> Any:
     chars = page.chars
     # repeats: characters with the text and whole-point place of one before (iterated in C: a Python loop over a
     # page's characters cost a twentieth of it)
-    places = zip(map(_TEXT, chars), map(round, map(_X0, chars)), map(round, map(_TOP, chars)))
+    places = zip(map(TEXT, chars), map(round, map(X0, chars)), map(round, map(TOP, chars)))
     doubled = len(chars) - len(set(places))
     return page.dedupe_chars() if doubled > MIN_DOUBLED * len(chars) else page
 
@@ -286,135 +119,40 @@ def upright(page: Any) -> Any:
     return Turned()
 
 
-MIN_COLUMN_RULES = 0.5  # of a ruled table's height, drawn on its inner column lines on average
-
-
-def _column_rules(table: Any, verticals: list[dict[str, Any]]) -> float:
-    """How much of a ruled table's inner column lines is drawn, as a share of its height (1.0 with no inner
-    columns). A table ruled only across (a rule under each row, or a few short ticks) gets its columns from
-    stray short edges, and read as a grid it puts each row in one cell copied into every column."""
-    x0, top, x1, bottom = table.bbox
-    height = bottom - top
-    lines = sorted({round(c[0], 1) for row in table.rows for c in row.cells if c is not None
-                    and x0 + _EDGE_TOLERANCE < c[0] < x1 - _EDGE_TOLERANCE})
-    if not lines or height <= 0:
-        return 1.0
-    shares = []
-    for x in lines:
-        spans = sorted((max(top, e["top"]), min(bottom, e["bottom"])) for e in verticals
-                       if abs(e["x0"] - x) <= _EDGE_TOLERANCE and e["bottom"] > top and e["top"] < bottom)
-        drawn, reach = 0.0, top
-        for a, b in spans:
-            if b > reach:
-                drawn += b - max(a, reach)
-                reach = b
-        shares.append(drawn / height)
-    return float(sum(shares) / len(shares))
-
-
-def _cuts_words(table: Any, words: list[dict[str, Any]]) -> bool:
-    """Whether the grid's cell sides run through words (more than a tenth of those inside it, and more than
-    two): real rules go between words, while rules met by chance (underlines, ticks, a frame round something
-    else) cut them, and such a grid would read "class" as "c" and "l a ss"."""
-    x0, top, x1, bottom = table.bbox
-    inside = [w for w in words if x0 <= (w["x0"] + w["x1"]) / 2 <= x1 and top <= (w["top"] + w["bottom"]) / 2 <= bottom]
-    rows = table.rows  # pdfplumber works them out again at each reading
-    cut = 0
-    for w in inside:
-        cy = (w["top"] + w["bottom"]) / 2
-        if any(c is not None and c[1] <= cy <= c[3] and any(w["x0"] < x - 1 and w["x1"] > x + 1 for x in (c[0], c[2]))
-               for row in rows if row.bbox[1] <= cy <= row.bbox[3] for c in row.cells):
-            cut += 1
-    return cut > max(2, len(inside) / 10)
-
-
-def _finer(block: Block, bbox: tuple[float, float, float, float], words: list[dict[str, Any]]) -> Block:
-    """A ruled table whose rules mark only groups of columns (a rule round "Male", none between its "Under 18" and
-    "18 years and over"): when the text inside reads as one borderless table over the region whose rows hold a
-    quarter more values apart, that finer table is the one a reader sees."""
-    x0, top, x1, bottom = bbox
-    inside = [_word_box(w) for w in words
-              if x0 <= (w["x0"] + w["x1"]) / 2 <= x1 and top <= (w["top"] + w["bottom"]) / 2 <= bottom]
-    found = [b for b in borderless_tables(lines_to_boxes(inside), whole_page=False) if b.table is not None]
-    if len(found) != 1 or found[0].table is None:
-        return block
-    finer = found[0].table
-    if (found[0].bottom - found[0].top) < 0.8 * (bottom - top) or _filled(finer) < 1.25 * _filled(block):
-        return block  # not the same table, or not more values apart: the rules stand
-    return replace(finer, text=table_text(finer.header, finer.rows))
-
-
-def _filled(block: Block) -> float:
-    """Non-empty cells per body row: how far a reading takes the values apart."""
-    return sum(sum(1 for c in row if c) for row in block.rows) / max(1, len(block.rows))
-
-
-Middle = tuple[float, float, dict[str, Any]]  # a character's middle across and down, and the character
-
-
-def _middles(chars: list[dict[str, Any]]) -> list[Middle]:
-    return [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2, c) for c in chars]
-
-
-def _cell_texts(table: Any, middles: list[Middle], **settings: Any) -> list[list[str | None]]:
-    """pdfplumber's `Table.extract` (without its `layout` setting): each cell's text from the characters whose
-    middle lies in it, as pdfplumber tests them, row by row. pdfplumber works out every character's middle again
-    for every row and tests every character on the page; here the middles are the page's, worked out once, and
-    only those inside the table are tested (a row's box lies inside the table's, so the same are found)."""
-    from pdfplumber.utils.text import extract_text
-
-    x0, top, x1, bottom = table.bbox
-    inside = [m for m in middles if x0 <= m[0] <= x1 and top <= m[1] <= bottom]
-    texts: list[list[str | None]] = []
-    for row in table.rows:
-        rx0, rtop, rx1, rbottom = row.bbox
-        in_row = [m for m in inside if rx0 <= m[0] < rx1 and rtop <= m[1] < rbottom]
-        cells: list[str | None] = []
-        for cell in row.cells:
-            if cell is None:
-                cells.append(None)
-                continue
-            cx0, ctop, cx1, cbottom = cell
-            chars = [m[2] for m in in_row if cx0 <= m[0] < cx1 and ctop <= m[1] < cbottom]
-            cells.append(extract_text(chars, **settings) if chars else "")
-        texts.append(cells)
-    return texts
-
-
 def _text_page(page: Any) -> list[Box]:
     from .pdfpages import extract_words  # with pdfplumber, loaded when a PDF is read
 
     tables = []
-    inset = _inset_shading(page)
+    inset = inset_shading(page)
     ruled = page.filter(lambda obj: id(obj) not in inset) if inset else page
     words = extract_words(page, extra_attrs=["fontname", "size"], use_text_flow=False)
-    found = ruled.find_tables({"explicit_vertical_lines": _closing_edges(ruled)})
+    found = ruled.find_tables({"explicit_vertical_lines": closing_edges(ruled)})
     verticals = [e for e in ruled.edges if e["orientation"] == "v"] if found else []
     middles: list[Middle] | None = None  # of the characters, worked out for the first grid read
     for table in found:
-        if _column_rules(table, verticals) < MIN_COLUMN_RULES or _cuts_words(table, words):
+        if column_rules(table, verticals) < MIN_COLUMN_RULES or cuts_words(table, words):
             continue  # not a grid: its columns are whitespace, which the borderless tables read
-        middles = _middles(ruled.chars) if middles is None else middles
-        raw = _cell_texts(table, middles, **_rotated_direction(page, table.bbox))
+        middles = middles_of(ruled.chars) if middles is None else middles
+        raw = cell_texts(table, middles, **rotated_direction(page, table.bbox))
         x0, top, x1, bottom = table.bbox
         filled = [i for i, r in enumerate(raw) if any(r)]
-        caption, note = _caption_and_note(raw)
+        caption, note = caption_and_note(raw)
         if caption or note:  # the box shrinks to leave their words to the text around the table
             top = table.rows[filled[0] + 1].bbox[1] if caption else top
             bottom = table.rows[filled[-1]].bbox[1] if note else bottom
             raw = [r if filled[0] < i < filled[-1] or (i == filled[0] and not caption)
                    or (i == filled[-1] and not note) else [None] * len(r) for i, r in enumerate(raw)]
-        block = _table_block(*_ruled_grid(table, raw, words))
+        block = table_block_of(*ruled_grid(table, raw, words))
         if block is not None:
-            block = _finer(block, (x0, top, x1, bottom), words)
+            block = finer(block, (x0, top, x1, bottom), words)
             tables.append(Box(text="", x0=x0, top=top, x1=x1, bottom=bottom, size=0.0, table=block))
 
     def inside(w: dict[str, Any]) -> bool:
         cx, cy = (w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2
         return any(t.x0 <= cx <= t.x1 and t.top <= cy <= t.bottom for t in tables)
 
-    outside = _attach_scripts([
-        _word_box(w) for w in words
+    outside = attach_scripts([
+        word_box(w) for w in words
         if not inside(w) and w["text"].count("(cid:") < 2  # two unmapped glyphs or more: unreadable, not text
     ])
     boxes = borderless_tables([replace(b, text=visual_to_logical(b.text)) for b in lines_to_boxes(outside)])
@@ -423,106 +161,6 @@ def _text_page(page: Any) -> list[Box]:
     sizes = [b.size for b in boxes]
     body = Counter(round(s, 1) for s in sizes).most_common(1)[0][0] if sizes else 10.0
     return boxes + [Box(t.text, t.x0, t.top, t.x1, t.bottom, body, table=t.table) for t in tables]
-
-
-MAX_SCRIPT_SIZE = 0.8  # of the word before it: smaller text touching a word, raised or lowered, is a script
-MAX_SCRIPT_GAP = 0.15  # of the word's size: no visible space between a word and its script
-
-
-def _attach_scripts(words: list[Box]) -> list[Box]:
-    """Superscripts and subscripts (a footnote mark "Others(1)", "CO2") joined to the word they touch. Set
-    above or below the line, they were taken for a line of their own: a table row of stray "(1)"s."""
-    ends: dict[int, list[int]] = {}  # whole points of a word's right edge -> the words ending there
-    out: list[Box | None] = list(words)
-    for i in sorted(range(len(words)), key=lambda i: (words[i].x0, words[i].top)):
-        w = words[i]
-        near = sorted(j for x in range(int(w.x0) - 2, int(w.x0) + 2) for j in ends.get(x, ()))
-        parent = next((j for j in near if (p := out[j]) is not None and _script_of(w, p)), None)
-        if parent is not None:
-            p = out[parent]
-            assert p is not None
-            # a raised mark after a word is a footnote's ("Center 1", found by "center"); a bracketed mark or
-            # a subscript ("Others(1)", "CO2") is part of the word
-            space = " " if w.center < p.center and p.text[-1:].isalpha() and w.text[:1].isalnum() else ""
-            out[parent] = replace(p, text=p.text + space + w.text, x1=max(p.x1, w.x1))
-            out[i] = None
-            i = parent
-        end = out[i]
-        assert end is not None
-        ends.setdefault(int(end.x1), []).append(i)
-    return [w for w in out if w is not None]
-
-
-def _script_of(w: Box, word: Box) -> bool:
-    gap = w.x0 - word.x1
-    return (w.size <= MAX_SCRIPT_SIZE * word.size and -1.0 <= gap <= MAX_SCRIPT_GAP * word.size
-            and word.top - 0.5 * w.height <= w.top and w.bottom <= word.bottom + 0.5 * w.height
-            and abs(w.center - word.center) > 0.15 * word.height)
-
-
-def _word_box(word: dict[str, Any]) -> Box:
-    font = str(word.get("fontname", "")).split("+", 1)[-1]  # without the subset tag ("ABCDEF+")
-    return Box(text=word["text"], x0=word["x0"], top=word["top"], x1=word["x1"], bottom=word["bottom"],
-               size=float(word["size"]), bold=_is_bold(font), italic=_is_italic(font), font=font)
-
-
-def _rtl(ch: str) -> bool:
-    return unicodedata.bidirectional(ch) in ("R", "AL")
-
-
-def visual_to_logical(text: str) -> str:
-    """Right-to-left lines (Arabic, Hebrew, Persian) come out of the text layer in visual order: words
-    reversed and read left to right. Put them back in reading order: within each word the right-to-left runs
-    are reversed and the runs swap places; then the words swap places. Lines that are mostly left-to-right
-    are returned as they are."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters or sum(1 for ch in letters if _rtl(ch)) * 2 <= len(letters):
-        return text
-    words = []
-    for word in text.split(" "):
-        runs: list[str] = []
-        for ch in word:
-            if runs and _rtl(runs[-1][-1]) == _rtl(ch):
-                runs[-1] += ch
-            else:
-                runs.append(ch)
-        words.append("".join(_reverse_rtl(run) if _rtl(run[0]) else run for run in reversed(runs)))
-    return " ".join(reversed(words))
-
-
-_ALEFS = "\u0627\u0623\u0625\u0622"
-
-
-def _reverse_rtl(run: str) -> str:
-    """Reverse a visual right-to-left run. A lam-alef ligature is decoded in logical order inside the visual
-    stream, so it is swapped first, except at the run's end, where "lam, alef" is the article al- reversed."""
-    chars = list(run)
-    i = 0
-    while i < len(chars) - 2:
-        if chars[i] == "\u0644" and chars[i + 1] in _ALEFS:
-            chars[i], chars[i + 1] = chars[i + 1], chars[i]
-            i += 2
-        else:
-            i += 1
-    return "".join(reversed(chars))
-
-
-# "Bd" is Adobe's short style name (MyriadPro-Bd); TeX's bold extended faces are CMBX10, SFBX1000, LMRoman10-Bold;
-# URW's Times bold is NimbusRomNo9L-Medi
-_BOLD = re.compile(r"bold|black|heavy|demi|bd(?:it|obl)?$|^(?:cm|sf|ec|lm)bx|-medi(?:ital)?$")
-
-
-_ITALIC = re.compile(r"italic|oblique|-(?:bd)?it$|^(?:cm|sf|ec|lm)ti\d")
-
-
-def _is_italic(font: str) -> bool:
-    """From a font name without its subset tag, as `_word_box` gives it."""
-    return _ITALIC.search(font.lower()) is not None
-
-
-def _is_bold(font: str) -> bool:
-    """From a font name without its subset tag, as `_word_box` gives it."""
-    return _BOLD.search(font.lower()) is not None
 
 
 def _ocr_page(data: bytes, index: int) -> list[Box]:
@@ -748,7 +386,7 @@ class PdfExtractor:
 
 def _read_page(data: bytes, index: int, page: Any) -> tuple[list[Box], bool, str | None]:
     """A page's boxes, whether they were read by OCR, and a warning for the report."""
-    unmapped = sum(map(methodcaller("startswith", "(cid:"), map(_TEXT, page.chars)))  # iterated in C
+    unmapped = sum(map(methodcaller("startswith", "(cid:"), map(TEXT, page.chars)))  # iterated in C
     if len(page.chars) < MIN_TEXT_CHARS and (page.images or not page.chars):
         # a scan, or text drawn as outlines (many curves): render and read it
         drawn = bool(page.images) or len(page.curves) > MIN_OUTLINE_CURVES
