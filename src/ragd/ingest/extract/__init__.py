@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from .base import EXTRACTORS, ExtractOptions, Extractor, Source
+from .docx import DocxExtractor
 from .epub import EpubExtractor
 from .html import HtmlExtractor
 from .image import ImageExtractor
 from .mail import EmailExtractor
 from .markdown import MarkdownExtractor
 from .odf import OdfExtractor
-from .office import DocxExtractor, PptxExtractor, XlsExtractor, XlsxExtractor
 from .pdf import PdfExtractor
+from .pptx import PptxExtractor
 from .records import RecordsExtractor
 from .rtf import RtfExtractor
+from .spreadsheets import XlsExtractor, XlsxExtractor
 from .tabular import CsvExtractor
 from .text import TextExtractor
 
