@@ -132,3 +132,20 @@ def test_the_check_sees_relative_imports() -> None:
     assert "ragd.ingest.chunk" in _imports(path, "ragd.ingest.pipeline")
     assert "ragd.store.queries" in _imports(path, "ragd.ingest.pipeline")
     assert "ragd.ingest.write" in _graph()["ragd.ingest.pipeline"]
+
+
+MAX_MODULE_LINES = 600  # issue 58: a module a newcomer can read whole
+
+
+def test_no_module_is_longer_than_a_newcomer_reads() -> None:
+    long = {module: n for module, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_the_rest_app_is_only_assembled_in_create_app() -> None:
+    import inspect
+
+    from ragd.server import create_app
+
+    assert len(inspect.getsource(create_app).splitlines()) < 60
