@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 BlockType = Literal["heading", "paragraph", "list", "table", "code"]
 ChunkType = Literal["paragraph", "table", "list", "code", "heading"]
-FusionMethod = Literal["rrf", "weighted", "vector", "lexical"]
+FusionMethod = str  # a name of retrieve.fuse.METHODS ("rrf", "weighted"), or one leg alone: "vector", "lexical"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import click
 from rich.markup import escape
 
 from ..retrieve.filters import parse_filter_args
+from ..retrieve.fuse import METHODS
 from .base import common, emit_json, err, fail, handle_errors, json_default, main, open_collection, out
 
 # -- search --------------------------------------------------------------------------------------------
@@ -22,7 +23,7 @@ from .base import common, emit_json, err, fail, handle_errors, json_default, mai
 @click.option("--k", "-k", default=12, show_default=True, type=click.IntRange(1, 1000), help="Results to return.")
 @click.option("--filter", "-f", "filters", multiple=True,
               help="tag=X (any), tags_all=a,b, doc=ID, id=EXTERNAL_ID, meta.KEY=VALUE, or one JSON object.")
-@click.option("--fusion", type=click.Choice(["rrf", "weighted", "vector", "lexical"]), default="weighted",
+@click.option("--fusion", type=click.Choice([*METHODS, "vector", "lexical"]), default="weighted",
               show_default=True, help="Hybrid fusion method, or a single leg.")
 @click.option("--keyword-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: lexical weight.")
 @click.option("--semantic-weight", type=float, default=0.5, show_default=True, help="Weighted fusion: vector weight.")

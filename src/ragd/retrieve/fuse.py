@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidRequest
@@ -40,38 +40,56 @@ def _minmax(values: Mapping[Any, float]) -> dict[Any, float]:
     return {key: (v - lo) / (hi - lo) for key, v in values.items()}
 
 
+def _rrf(candidate_sets: Sequence[Sequence[Candidate]], params: Mapping[str, float]) -> dict[Any, float]:
+    """score = sum over lists of 1 / (k + rank), rank from 1 (params: ``k``, default 60)."""
+    k = float(params.get("k", 60))
+    scores: dict[Any, float] = {}
+    for cands in candidate_sets:
+        for rank, cand in enumerate(canonical_order(cands), start=1):
+            scores[cand.chunk_id] = scores.get(cand.chunk_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def _weighted(candidate_sets: Sequence[Sequence[Candidate]], params: Mapping[str, float]) -> dict[Any, float]:
+    """Min-max normalise each list's scores, then ``keyword_weight * lexical + semantic_weight * vector`` (params,
+    default 0.5 / 0.5). A list is taken as the vector leg when its candidates carry vector scores, else as the
+    lexical leg."""
+    weights = {"vector": float(params.get("semantic_weight", 0.5)), "lexical": float(params.get("keyword_weight", 0.5))}
+    scores: dict[Any, float] = {}
+    for cands in candidate_sets:
+        leg = "vector" if cands and cands[0].vector_score is not None else "lexical"
+        raw = {c.chunk_id: c.score for c in cands}
+        for key, value in _minmax(raw).items():
+            scores[key] = scores.get(key, 0.0) + weights[leg] * value
+    return scores
+
+
+# The fusion methods a plan may name (besides one leg alone, "vector" or "lexical"): each turns the legs' ranked
+# lists into a score per chunk, from the plan's parameters (k, keyword_weight, semantic_weight). A new method is a
+# function here and a name in this table; plans, the CLI and the search read the names from it.
+METHODS: dict[str, Callable[[Sequence[Sequence[Candidate]], Mapping[str, float]], dict[Any, float]]] = {
+    "rrf": _rrf,
+    "weighted": _weighted,
+}
+
+
 def fuse(
     candidate_sets: Sequence[Sequence[Candidate]],
     method: str = "rrf",
     params: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
-    """Fuse ranked lists into one ranked list.
+    """Fuse ranked lists into one ranked list, by one of METHODS.
 
     - ``rrf``: score = sum over lists of 1 / (k + rank), rank from 1 (params: ``k``, default 60).
     - ``weighted``: min-max normalise each list's scores, then
       ``keyword_weight * lexical + semantic_weight * vector`` (params, default 0.5 / 0.5). A list is
       taken as the vector leg when its candidates carry vector scores, else as the lexical leg.
     """
-    params = dict(params or {})
+    if method not in METHODS:
+        raise InvalidRequest(f"unknown fusion method {method!r}: use {' or '.join(METHODS)}")
     merged = _merge(candidate_sets)
-    scores: dict[Any, float] = {key: 0.0 for key in merged}
-    if method == "rrf":
-        k = float(params.get("k", 60))
-        for cands in candidate_sets:
-            for rank, cand in enumerate(canonical_order(cands), start=1):
-                scores[cand.chunk_id] += 1.0 / (k + rank)
-    elif method == "weighted":
-        weights = {
-            "vector": float(params.get("semantic_weight", 0.5)),
-            "lexical": float(params.get("keyword_weight", 0.5)),
-        }
-        for cands in candidate_sets:
-            leg = "vector" if cands and cands[0].vector_score is not None else "lexical"
-            raw = {c.chunk_id: c.score for c in cands}
-            for key, value in _minmax(raw).items():
-                scores[key] += weights[leg] * value
-    else:
-        raise InvalidRequest(f"unknown fusion method {method!r}: use rrf or weighted")
+    found = METHODS[method](candidate_sets, dict(params or {}))
+    scores = {key: found.get(key, 0.0) for key in merged}
     fused = [
         dataclasses.replace(cand, score=round(scores[key], 12), fused_score=round(scores[key], 12))
         for key, cand in merged.items()

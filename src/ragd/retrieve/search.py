@@ -23,7 +23,7 @@ from ..telemetry import annotate, span
 from ..types import Candidate, Filters, Plan
 from .cache import ResultCache, cache_key
 from .filters import parse_filters
-from .fuse import fuse
+from .fuse import METHODS, fuse
 from .legs import (
     FILTERED_FIRST,
     count_matching,
@@ -105,8 +105,8 @@ def make_plan(k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *
     if unknown:
         raise InvalidRequest(f"unknown plan option(s): {', '.join(unknown)}")
     plan = Plan(k=k, filters=parse_filters(filters), **overrides)
-    if plan.fusion not in ("rrf", "weighted", "vector", "lexical"):
-        raise InvalidRequest(f"unknown fusion {plan.fusion!r}: use rrf, weighted, vector or lexical")
+    if plan.fusion not in (*METHODS, "vector", "lexical"):
+        raise InvalidRequest(f"unknown fusion {plan.fusion!r}: use {', '.join([*METHODS, 'vector'])} or lexical")
     return dataclasses.replace(plan, k_vec=max(plan.k_vec, plan.k), k_lex=max(plan.k_lex, plan.k))
 
 
@@ -212,10 +212,9 @@ def _retrieve(query: str, plan: Plan, store: Searched, timings: dict[str, float]
                 legs.append(lexical(conn))
                 clock.lap("lexical")
     clock.lap("release")  # the read-only transaction ends and its connection goes back to the pool
-    if plan.fusion in ("rrf", "weighted"):
-        params = {"k": plan.rrf_k} if plan.fusion == "rrf" else {
-            "keyword_weight": plan.keyword_weight, "semantic_weight": plan.semantic_weight}
-        ranked = fuse(legs, plan.fusion, params)
+    if plan.fusion in METHODS:
+        ranked = fuse(legs, plan.fusion, {"k": plan.rrf_k, "keyword_weight": plan.keyword_weight,
+                                          "semantic_weight": plan.semantic_weight})
         clock.lap("fuse")
     else:
         ranked = legs[0]
@@ -259,7 +258,7 @@ def rerank(query: str, ranked: list[Candidate], col: Searched) -> tuple[list[Can
 def hybrid_filter_count(conn: Any, col: Searched, plan: Plan) -> int | None:
     """For a filtered request that runs both legs, the filtered count once, capped above both legs' thresholds;
     None otherwise (a single leg counts for itself, up to its own threshold)."""
-    if plan.filters.empty or plan.fusion not in ("rrf", "weighted"):
+    if plan.filters.empty or plan.fusion not in METHODS:
         return None
     cap = max(col.settings.exact_scan_threshold, plan.k_vec + 10, FILTERED_FIRST) + 1
     return count_matching(conn, collection_id=col.collection_id, filters=plan.filters, cap=cap)
