@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from _common import pct, private_ragd
+from _results import Results
 
 QUESTIONS = [
     "How many days of parental leave do employees in Germany get?",
@@ -60,6 +61,12 @@ def main() -> None:
     print(f"{args.repeat} identical asks: {len(hashes)} distinct result_hash")
     print(f"distinct answers per question: {max(len(a) for a in answers.values())}; abstained: {len(abstained)} "
           f"({', '.join(sorted(abstained))})")
+    results = Results("ask_latency", config={"rounds": args.rounds, "repeat": args.repeat, "questions": len(QUESTIONS)})
+    results.row("ask", asks=len(totals), p50_ms=pct(totals, 50), p95_ms=pct(totals, 95),
+                distinct_hashes_of_repeats=len(hashes), abstained=len(abstained))
+    for stage, values in sorted(stages.items()):
+        results.row("stages", stage=stage, p50_ms=pct(values, 50), p95_ms=pct(values, 95))
+    results.save()
 
 
 if __name__ == "__main__":

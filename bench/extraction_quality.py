@@ -28,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _results import Results
+
 from ragd.embed.base import default_token_counter
 from ragd.ingest.chunk import chunk_blocks
 from ragd.ingest.dedupe import document_text
@@ -267,6 +269,12 @@ def main() -> None:
     metrics = ("files_ok", "text", "table_cells", "headings", "reading_order", "ocr_words", "pages_per_s")
     result = {fmt: {m: tally.value(fmt, m) for m in metrics if tally.value(fmt, m) is not None}
               for fmt in sorted(tally.data)}
+    results = Results("extraction_quality", config={"files_failed": len(failures)})
+    for fmt, values in result.items():
+        results.row("formats", format=fmt, **{m: values.get(m) for m in metrics})
+    for key, value in checks.items():
+        results.row("checks", check=key, result=value)
+    results.save()
     if args.json:
         print(json.dumps({"formats": result, "checks": checks, "failures": failures}, indent=2))
         return

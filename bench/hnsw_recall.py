@@ -12,7 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
-from _common import SCIFACT, scifact_queries, summary
+from _common import SCIFACT, pct, scifact_queries, summary
+from _results import Results
 
 import ragd
 from ragd.config import Settings
@@ -25,6 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     base = Settings(home=args.home) if args.home else Settings()
     queries = scifact_queries()
+    results = Results("hnsw_recall", config={"ef": args.ef, "queries": len(queries)})
     for ef in [int(x) for x in args.ef.split(",")]:
         settings = base.model_copy(update={"hnsw_ef_search": ef, "cache_ttl_s": 0, "embedder": "bge-small-en"})
         client = ragd.connect(settings=settings)
@@ -45,8 +47,11 @@ def main() -> None:
                 overlap += len(set(approx) & set(exact)) / max(len(exact), 1)
             print(f"ef_search {ef:>4}: recall@10 {overlap / len(queries):.4f}   "
                   f"hnsw {summary(approx_ms)}   exact {summary(exact_ms)}")
+            results.row("recall", ef_search=ef, recall_at_10=overlap / len(queries), hnsw_p50_ms=pct(approx_ms, 50),
+                        hnsw_p95_ms=pct(approx_ms, 95), exact_p50_ms=pct(exact_ms, 50), exact_p95_ms=pct(exact_ms, 95))
         finally:
             client.close()
+    results.save()
 
 
 def _vector(col: ragd.Collection, plan: ragd.Plan, qvec: object, *, exact: bool) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import psycopg
 from _common import pct
+from _results import Results
 
 import ragd
 from ragd import keys
@@ -190,6 +191,15 @@ def main() -> None:
     print(f"B's p95 over every request while A is hostile: {pct(every, 95):.1f} ms; B's statuses quiet "
           f"{dict(sorted(quiet_status.items()))}, hostile {dict(sorted(hostile_status.items()))}; "
           f"A's own: {dict(sorted(a_status.items()))}")
+    results = Results("hostile_tenant", config={"rounds": args.rounds, "uploads": args.uploads, "pause": args.pause,
+                                                "rate_limit": args.rate_limit, "logins_held": len(held)})
+    for name in quiet:
+        results.row("requests", request=name, quiet_p50_ms=pct(quiet[name], 50), quiet_p95_ms=pct(quiet[name], 95),
+                    hostile_p50_ms=pct(hostile[name], 50), hostile_p95_ms=pct(hostile[name], 95),
+                    p95_ratio=pct(hostile[name], 95) / pct(quiet[name], 95))
+    results.row("every request", hostile_p95_ms=pct(every, 95), quiet_statuses=str(dict(sorted(quiet_status.items()))),
+                hostile_statuses=str(dict(sorted(hostile_status.items()))))
+    results.save()
 
 
 if __name__ == "__main__":

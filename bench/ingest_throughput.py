@@ -37,9 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from _common import DATA, chunk_texts, peak_rss_mb, private_ragd, scifact_docs
+from _results import Results
 
 import ragd
 from ragd.ingest.worker import default_workers
+
+RESULTS = Results("ingest_throughput")
 
 
 def raw_embedder(embedder: str, docs: list[dict[str, object]]) -> float:
@@ -94,6 +97,10 @@ def run(embedder: str, n: int) -> None:
     if raw is not None:
         print(f"{embedder:<14} the embedder alone {raw:8.1f} chunks/s: ingest end to end is "
               f"{report.chunks / first / raw:.0%} of it")
+    RESULTS.row("corpora", corpus="scifact", embedder=embedder, documents=len(docs), chunks=report.chunks,
+                docs_per_s=len(docs) / first, chunks_per_s=report.chunks / first, seconds=first,
+                reingest_unchanged_docs_per_s=len(docs) / second,
+                embedder_alone_chunks_per_s=raw, peak_rss_mb=peak_rss_mb())
 
 
 def files(n: int, rounds: int = 2) -> None:
@@ -122,6 +129,8 @@ def isolation_cost(label: str, paths: list[Path], rounds: int) -> None:
     best = {mode: min(t) for mode, t in timings.items()}
     for mode, seconds in best.items():
         print(f"{label}: {mode:<15} {len(report.items) / seconds:8.1f} items/s  (best of {rounds}: {seconds:6.1f} s)")
+        RESULTS.row("extraction isolation", files=label, mode=mode, items_per_s=len(report.items) / seconds,
+                    best_seconds=seconds)
     print(f"{label}: isolation cost {best['worker process'] / best['in-process'] - 1:+.1%} time per run")
 
 
@@ -140,6 +149,8 @@ def parallel(label: str, paths: list[Path], workers: list[int], rounds: int) -> 
         best = min(timings[n])
         print(f"{label}: {n} extraction worker(s) {len(report.items) / best:8.2f} items/s  (best of {rounds}: "
               f"{best:6.1f} s, {base / best:.2f}x)")
+        RESULTS.row("extraction workers", files=label, workers=n, items_per_s=len(report.items) / best,
+                    best_seconds=best, speedup=base / best)
 
 
 LONG_SOURCES = ["pdfplumber/federal-register-2020-17221.pdf", "docling/pdf/sources/redp5110_sampled.pdf",
@@ -237,6 +248,11 @@ def long(pages: int) -> None:
               f"({timings[1]:6.1f} s, {report.chunks} chunks){split}; peak RSS this process {peak_rss_mb():.0f} MB, "
               f"largest worker {worker_mb:.0f} MB; page objects alone on one core: PLAYA {playa:6.1f} pages/s, "
               f"pdfminer {pdfminer:6.1f} pages/s ({playa / pdfminer:.2f}x)")
+        RESULTS.row("long pdf", pages=n, ocr_pages=ocr, extract_one_core_pages_per_s=n / extract_s,
+                    text_layer_pages_per_s=text_n / text_s, ingest_1_worker_pages_per_s=n / timings[1],
+                    workers=cores, ingest_workers_pages_per_s=n / timings[cores], chunks=report.chunks,
+                    peak_rss_mb=peak_rss_mb(), largest_worker_mb=worker_mb, playa_pages_per_s=playa,
+                    pdfminer_pages_per_s=pdfminer)
 
 
 TABLE_SOURCES = ["tables/icdar2013", "tables/camelot/pdfs"]
@@ -294,6 +310,9 @@ def dense_tables(pages: int) -> None:
         print(f"table-heavy PDF {n} pages ({generated} generated, {n - generated} real ICDAR/camelot table pages; "
               f"{tables} tables found): extraction on one core {n / extract_s:6.1f} pages/s ({extract_s:6.1f} s); "
               f"ingest end to end, 1 worker {n / ingest_s:6.1f} pages/s ({ingest_s:6.1f} s, {report.chunks} chunks)")
+        RESULTS.row("table-heavy pdf", pages=n, generated_pages=generated, tables=tables,
+                    extract_one_core_pages_per_s=n / extract_s, ingest_1_worker_pages_per_s=n / ingest_s,
+                    chunks=report.chunks)
 
 
 def long_office(sections: int, rows: int) -> None:
@@ -340,6 +359,8 @@ def long_office(sections: int, rows: int) -> None:
             what = f"{sections} sections, {sections // 2} tables" if kind == "docx" else f"{rows} rows x 10 columns"
             print(f"long {kind.upper()} ({what}, {path.stat().st_size / 1e6:.1f} MB): extracted in {took:6.2f} s "
                   f"({len(docs[0].blocks)} blocks)")
+            RESULTS.row("office", format=kind, size=what, megabytes=path.stat().st_size / 1e6, extract_seconds=took,
+                        blocks=len(docs[0].blocks))
 
 
 def main() -> None:
@@ -359,6 +380,7 @@ def main() -> None:
                         help="run only these parts (repeatable)")
     args = parser.parse_args()
     only = set(args.only or ["files", "real", "long", "tables", "office", "hash", "onnx"])
+    RESULTS.config = {k: v for k, v in vars(args).items()}
     if args.long_pages and "long" in only:
         long(args.long_pages)
     if args.table_pages and "tables" in only:
@@ -377,6 +399,7 @@ def main() -> None:
         run("hash", args.docs_hash)
     if "onnx" in only:
         run("bge-small-en", args.docs_onnx)
+    RESULTS.save()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 from _common import pct, scifact_docs, scifact_queries
+from _results import Results
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -150,6 +151,11 @@ def main() -> None:
                     proc.wait(timeout=60)
         finally:
             subprocess.run([sys.executable, "-m", "ragd.cli", "db", "stop"], env=env, capture_output=True, cwd=REPO)
+    results = Results("load", config={"seconds": args.seconds, "docs": args.docs, "embedder": args.embedder,
+                                      "set": args.set})
+    for r in rows:
+        results.row("load", **r)
+    results.save()
     if args.json:
         print(json.dumps(rows, indent=2))
         return

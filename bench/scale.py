@@ -48,6 +48,7 @@ import numpy as np
 import psutil
 import psycopg
 from _common import DATA, SCIFACT, cached, chunk_texts, embed_once, pct, private_ragd, scifact_docs
+from _results import Results
 
 import ragd
 from ragd.eval import metrics
@@ -227,6 +228,9 @@ def _hugetlb(pid: int) -> int:
         return 0
     return sum(int(line.split()[1]) << 10 for line in text.splitlines() if line.endswith("kB")
                and line.split(":")[0] in ("Shared_Hugetlb", "Private_Hugetlb"))
+
+
+RESULTS = Results("scale")
 
 
 def main() -> None:
@@ -439,6 +443,9 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
                 sink.append((time.perf_counter() - t) * 1000)
         print(f"{name:<16} {pct(cold, 50):9.1f} {pct(cold, 95):8.1f} {pct(cold, 99):8.1f} | "
               f"{pct(warm, 50):9.1f} {pct(warm, 95):8.1f} {pct(warm, 99):8.1f}")
+        RESULTS.row("latency", documents=size, chunks=chunks, plan=name, cold_p50_ms=pct(cold, 50),
+                    cold_p95_ms=pct(cold, 95), warm_p50_ms=pct(warm, 50), warm_p95_ms=pct(warm, 95),
+                    warm_p99_ms=pct(warm, 99))
     kept = col.client.postings.info
     print(f"postings kept in the process (RAGD_LEXICAL_CACHE_MB {client.settings.lexical_cache_mb}): {kept.terms} "
           f"terms, {kept.bytes / 2**20:.0f} MB; terms served whole {kept.hits}, grown {kept.grown}, read {kept.misses}")
@@ -455,6 +462,8 @@ def measure(client, col, size: int, asked: list[str], judged, pgdata: Path,  # t
             runs[qid] = list(dict.fromkeys(ranked))[:10]
         score = metrics.evaluate(runs, qrels)["ndcg@10"]
         print(f"SciFact nDCG@10 {name}: {score:.4f} ({len(texts)} judged queries)", flush=True)
+        RESULTS.row("quality", documents=size, plan=name, scifact_ndcg_at_10=score, judged_queries=len(texts))
+    RESULTS.save()  # after each size: a run stopped at 1M keeps the sizes measured
     if compare:  # a second index over the same rows of the other type (its own name; queries cast to match it),
         # last: at 1M its build is the longest step of the measurement
         other = "vector" if col.vector_type == "halfvec" else "halfvec"
@@ -514,6 +523,7 @@ def sweep(client, col, recall_sets: dict[str, list[str]], exact, qvecs,  # type:
                            f"p50 {pct(took, 50):.1f} p95 {pct(took, 95):.1f} ms")
         print(f"HNSW {vector_type:<7} ef_search {ef:>4}: recall@10 against exact search: " + "; ".join(figures),
               flush=True)
+        RESULTS.row("hnsw recall", vector_type=vector_type, ef_search=ef, recall=" ; ".join(figures))
 
 
 if __name__ == "__main__":

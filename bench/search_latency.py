@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import psycopg
-from _common import peak_rss_mb, private_ragd, scifact_docs, scifact_queries, summary
+from _common import pct, peak_rss_mb, private_ragd, scifact_docs, scifact_queries, summary
+from _results import Results
 
 SPLIT = re.compile(r"(?<=[.!?])\s+")
 
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="keep the database here and reuse it on the next run")
     args = parser.parse_args()
     queries = scifact_queries()[: args.queries]
+    results = Results("search_latency", config={"sizes": args.sizes, "queries": len(queries), "embedder": "hash"})
     with private_ragd("hash", args.home) as client:
         col = client.collection("latency")
         have = 0
@@ -79,7 +81,11 @@ def main() -> None:
                     col.search(q, k=10, **plan)
                     times.append((time.perf_counter() - t) * 1000)
                 print(f"{label:<20} {summary(times)}  ({len(times)} queries)")
+                results.row("latency", documents=size, chunks=chunks, plan=label, p50_ms=pct(times, 50),
+                            p95_ms=pct(times, 95))
     print(f"peak RSS (client) {peak_rss_mb():.0f} MB")
+    results.row("memory", peak_rss_mb_client=peak_rss_mb())
+    results.save()
 
 
 if __name__ == "__main__":

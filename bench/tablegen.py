@@ -47,6 +47,7 @@ from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen import canvas
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import Results as BenchResults
 from tables import Score, Table, bag, camelot_tables, cells_right, compact, gate, run_ragd, score_pair
 
 DIMENSIONS: dict[str, tuple[str, ...]] = {
@@ -463,7 +464,12 @@ def main() -> None:
             print(f"{r['family']:<24}{r['system']:<16}{r['tables']:>9}{r['det_r']:>9.3f}{r['cell_acc']:>9.3f}"
                   f"{r['rows_ok']:>9.3f}{r['cols_ok']:>9.3f}{r['adj_f1']:>9.3f}{r['extra']:>9}"
                   f"{r['seconds'] / max(1, r['tables']):>9.3f}")
+    results = BenchResults("tablegen", config={"layouts": args.layouts, "seed": args.seed, "camelot": args.camelot})
+    for r in rows:
+        results.row("families", **r)
+    results.save()
     gate(rows, args.fail_under, "family", "generated-table quality gate")
+
 
 if __name__ == "__main__":
     main()

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _results import Results
+
 from ragd.ingest.detect import detect
 from ragd.ingest.extract import EXTRACTORS, ExtractOptions, Source
 
@@ -387,6 +389,11 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
     else:
         _print(rows, icdar, cam, icdar_pdfs, cam_pdfs)
+    results = Results("tables", config={"flavors": "" if args.no_camelot else args.flavors,
+                                        "icdar_pdfs": len(icdar_pdfs), "camelot_pdfs": len(cam_pdfs)})
+    for row in sorted(rows, key=lambda r: (r["set"], r["system"])):
+        results.row("tables", **row)
+    results.save()
     gate(rows, args.fail_under, "set", "table quality gate")
 
 

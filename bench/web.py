@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 from _common import pct, private_ragd
+from _results import Results
 from ingest_throughput import long_pdf
 from playwright.sync_api import sync_playwright
 
@@ -40,8 +41,13 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
+RESULTS = Results("web")
+
+
 def line(name: str, values: list[float], target: str = "") -> None:
     print(f"{name:<44} p50 {pct(values, 50):8.1f} ms  p95 {pct(values, 95):8.1f} ms  n={len(values):<4} {target}")
+    RESULTS.row("timings", measure=name, p50_ms=pct(values, 50), p95_ms=pct(values, 95), n=len(values),
+                target=target.strip("()"))
 
 
 def main() -> None:
@@ -50,6 +56,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=30, help="pages of the generated long PDF")
     parser.add_argument("--embedder", default="bge-small-en")
     args = parser.parse_args()
+    RESULTS.config = {"loads": args.loads, "pages": args.pages, "embedder": args.embedder}
     with tempfile.TemporaryDirectory(prefix="ragd-bench-web-") as tmp, private_ragd(args.embedder,
                                                                                    Path(tmp) / "home") as client:
         pdf = Path(tmp) / "long.pdf"
@@ -75,6 +82,7 @@ def main() -> None:
             print(f"corpus: samples + a {pages}-page PDF; {len(cited)} cited PDF chunks; embedder {args.embedder}")
             browse(url, args.loads)
             images(url, cited)
+            RESULTS.save()
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(timeout=30)
@@ -91,6 +99,7 @@ def browse(url: str, loads: int) -> None:
         page.goto(url + "/")
         page.wait_for_selector("html[data-ready=true]")
         print(f"first page: {sum(sizes.values()) / 1000:.1f} kB in {len(sizes)} responses (target < 300 kB)")
+        RESULTS.row("weight", what="first page", kilobytes=sum(sizes.values()) / 1000, responses=len(sizes))
         cold, warm = [], []
         for _ in range(loads):
             fresh = browser.new_context()
@@ -139,6 +148,8 @@ def images(url: str, cited: list[tuple[str, str]]) -> None:
         line("page image of a cited PDF chunk, cold", cold)
         line("page image of a cited PDF chunk, warm", warm, "(target < 500 ms)")
         print(f"page image size: p50 {pct([float(s) for s in sizes], 50) / 1000:.0f} kB")
+        RESULTS.row("weight", what="page image (p50)", kilobytes=pct([float(s) for s in sizes], 50) / 1000,
+                    responses=len(sizes))
 
 
 if __name__ == "__main__":

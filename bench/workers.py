@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 from _common import DATA, private_ragd
+from _results import Results
 from ingest_throughput import long_pdf
 
 import ragd
@@ -140,6 +141,14 @@ def main() -> None:
     print(f"{'run':<24} {'extract s':>10} {'store s':>9}  slowest item (extract+store)")
     for label, r in rows:
         print(f"{label:<24} {r['extract_s']:10.1f} {r['store_s']:9.1f}  {r['slowest']}")
+    results = Results("workers", config={"workers": args.workers, "long_pdfs": args.long_pdfs,
+                                         "long_pages": args.long_pages, "embedder": args.embedder, "pages": pages})
+    for label, r in rows:
+        results.row("runs", run=label, seconds=r["seconds"], files_per_s=r["files"] / r["seconds"],
+                    pages_per_s=pages / r["seconds"], chunks_per_s=r["chunks"] / r["seconds"],
+                    vs_one_process=r["seconds"] / base, items=r["items"], failed=r["failed"], peak_mb=r["peak_mb"],
+                    succeeded=bool(r["status"]))
+    results.save()
     one = next((r for label, r in rows if label == "queue, 1 worker"), None)
     if one is not None:
         print(f"queue overhead per job (1 worker against 1 process): "

@@ -16,6 +16,7 @@ RULES = [
     ("ragd.ingest", {"ragd.engine", "ragd.jobs", *ADAPTERS}),
     ("ragd.store", {"ragd.engine", "ragd.jobs", "ragd.ingest", *ADAPTERS}),
     ("ragd.retrieve", {"ragd.engine", "ragd.jobs", "ragd.ingest", *ADAPTERS}),
+    ("ragd.answer", {"ragd.engine", "ragd.jobs", "ragd.ingest", *ADAPTERS}),
     ("ragd.engine", {"ragd.jobs", *ADAPTERS}),
     ("ragd.jobs", ADAPTERS),
     ("ragd.ingest.state", set(ROOMS)),  # what the rooms share knows none of them

@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from _common import SCIFACT, chunk_texts, embed_once, pct, peak_rss_mb, private_ragd, scifact_docs  # noqa: E402
+from _results import Results  # noqa: E402
 
 from ragd.embed.base import Vectors  # noqa: E402
 from ragd.eval import metrics  # noqa: E402
@@ -180,6 +181,7 @@ def main() -> None:
 
 
 def report(results: dict[str, list[dict[str, Any]]], qrels: dict[str, dict[str, int]], n_docs: int, k: int) -> None:
+    saved = Results("peers", config={"documents": n_docs, "judged_queries": len(qrels), "k": k})
     print(f"\nBEIR SciFact, {n_docs} documents, {len(qrels)} judged queries, given bge-small-en vectors; "
           f"best ingest of {len(next(iter(results.values())))} round(s), latency at k={k} over every round")
     print(f"{'system':<11} {'ingest s':>9} {'docs/s':>8}  {'mode':<8} {'nDCG@10':>8} {'R@100':>7} "
@@ -195,6 +197,9 @@ def report(results: dict[str, list[dict[str, Any]]], qrels: dict[str, dict[str, 
             times = [t for r in rounds for t in r["latency_ms"][mode]]
             head = f"{system:<11} {ingest:9.1f} {n_docs / ingest:8.1f}" if i == 0 else " " * 29
             print(f"{head}  {mode:<8} {ndcg:8.4f} {recall:7.4f} {pct(times, 50):8.2f} {pct(times, 95):8.2f}")
+            saved.row("systems", system=system, ingest_s=ingest, docs_per_s=n_docs / ingest, mode=mode,
+                      ndcg_at_10=ndcg, recall_at_100=recall, p50_ms=pct(times, 50), p95_ms=pct(times, 95))
+    saved.save()
 
 
 if __name__ == "__main__":
