@@ -246,6 +246,16 @@ def test_unknown_routes_and_methods_use_the_error_shape(http: TestClient) -> Non
     _is_error(http.get("/v1/query"), 405, "method_not_allowed")
 
 
+def test_a_method_not_allowed_lists_every_method_of_the_path(http: TestClient) -> None:
+    """Allow names the methods of every route at the path, whichever router holds them (routers included in the
+    app are not flat route lists)."""
+    for path, allowed in (("/v1/documents", "GET, POST"), ("/v1/documents/some/id", "DELETE, GET"),
+                          ("/v1/query", "POST"), ("/v1/runs/" + str(uuid.uuid4()) + "/cancel", "POST")):
+        response = http.request("PUT", path)
+        _is_error(response, 405, "method_not_allowed")
+        assert response.headers["allow"] == allowed, path
+
+
 def test_keys_cli_creates_lists_and_revokes(cli_env: dict[str, str]) -> None:
     tenant = "cli-" + uuid.uuid4().hex[:6]
     created = run_cli(["keys", "create", "--tenant", tenant, "--name", "ci"], cli_env)

@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from ..errors import (
     Busy,
@@ -143,6 +143,17 @@ def ragd_error_response(request: Request, exc: RagdError) -> JSONResponse:
     return respond(request, status, code, str(exc), retry_after(exc))
 
 
+METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """The methods some route of the app serves at the request's path, in name order (routers included in the
+    app are asked as they match, not read from their route lists)."""
+    routes = [route for route in app.routes if not isinstance(route, Mount)]  # (the web page's static files)
+    return [method for method in METHODS
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)]
+
+
 def install_handlers(app: FastAPI) -> None:
     """Every error in one JSON shape, never a traceback."""
 
@@ -165,9 +176,7 @@ def install_handlers(app: FastAPI) -> None:
         codes = {404: "not_found", 405: "method_not_allowed"}
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method of the path, not only the first route's
-            allowed = {m for route in app.routes if isinstance(route, APIRoute)
-                       and route.path_regex.match(request.url.path) for m in route.methods or ()}
-            headers["Allow"] = ", ".join(sorted(allowed)) or headers.get("Allow", "")
+            headers["Allow"] = ", ".join(allowed_methods(app, request)) or headers.get("Allow", "")
         return respond(request, exc.status_code, codes.get(exc.status_code, "bad_request"), str(exc.detail),
                        headers)
 
