@@ -72,7 +72,8 @@ def _number(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         size = abs(value)
-        return f"{value:,.0f}" if size >= 100 else f"{value:.1f}" if size >= 10 else f"{value:.3f}"
+        return (f"{value:,.0f}" if size >= 100 else f"{value:.1f}" if size >= 10 else f"{value:.2f}" if size >= 1
+                else f"{value:.3f}")
     return str(value).replace("|", "\\|")
 
 
