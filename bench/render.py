@@ -38,6 +38,7 @@ BENCHES = [
     ("scale", "scale.py", "python bench/scale.py --home DIR"),
     ("peers", "peers/run.py", "python bench/peers/run.py"),
 ]
+COMMANDS = {name: command for name, _, command in BENCHES}
 
 # The README's headline figures: (what, results name, table, the row's {key: value} to pick, the figure's key, unit).
 HEADLINES = [
@@ -127,15 +128,13 @@ def headlines(results: dict[str, dict[str, Any]]) -> str:
         record = results.get(name, {})
         rows = [r for r in record.get("tables", {}).get(table, []) if all(r.get(k) == v for k, v in match.items())]
         if not rows or key not in rows[0]:
-            lines.append(f"| {what} | not measured here yet | `{dict(BENCHES_BY_NAME)[name]}` |")
+            lines.append(f"| {what} | not measured here yet | `{COMMANDS[name]}` |")
             continue
         value = f"{_number(rows[0][key])} {unit}".strip()
         lines.append(f"| {what} | {value} | {record.get('date', '?')[:10]}, {record['machine'].get('cores', '?')} "
                      f"cores ([details](docs/benchmarks.md)) |")
     return "\n".join(lines) + "\n"
 
-
-BENCHES_BY_NAME = [(name, command) for name, _, command in BENCHES]
 
 
 def readme(text: str, block: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -491,7 +490,5 @@ def index(chunks: Sequence[Chunk], store: Collection) -> dict[str, Any]:
     """Upsert chunks (grouped by doc_id) into a collection; idempotent. Returns the run's counts."""
     return store.ingest(documents=documents_of_chunks(chunks)).as_dict()
 
-
-_log = logging.getLogger("ragd.engine")
 
 

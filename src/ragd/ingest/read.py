@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import (
     CorruptDocument,
@@ -22,9 +21,6 @@ from .bounds import Limits
 from .detect import detect
 from .extract import EXTRACTORS, ExtractOptions, Source, pdf
 from .walk import display, read_source, source_of
-
-if TYPE_CHECKING:
-    pass
 
 
 def extract_path(path: Path, limits: Limits, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:

@@ -9,7 +9,6 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import (
     FileTooLarge,
@@ -22,9 +21,6 @@ from ..errors import (
     SymlinkWalked,
 )
 from .extract import Source
-
-if TYPE_CHECKING:
-    pass
 
 
 def expand_paths(paths: Sequence[str | os.PathLike[str]], *,

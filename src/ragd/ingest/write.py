@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -29,10 +29,6 @@ from ..types import ExtractedDocument, ItemOutcome
 from . import dedupe, prefetch
 from .normalize import storable
 from .state import PART_ITEMS, STOP_CODES, Collection, Duplicates, Prepared, RunState, fail_item
-
-if TYPE_CHECKING:
-    pass
-
 
 # -- embedding with the cache ------------------------------------------------------------------------
 

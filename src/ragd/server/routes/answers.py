@@ -162,9 +162,6 @@ def _last_user_text(messages: list[ChatMessage]) -> str:
     raise ApiError(400, "bad_request", "messages: no user message with text to answer")
 
 
-REQUEST_LOG = logging.getLogger("ragd.request")  # one JSON line per HTTP request, whatever the route
-
-
 def _log_failed_query(tenant: str, collection: str, request_id: str, question: str, status: int,
                       started: float) -> None:
     """The query log line of a request that got no answer: what is known, and its HTTP status."""
