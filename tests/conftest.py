@@ -107,9 +107,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(env_extra: dict[str, str], *args: str) -> Iterator[dict[str, str]]:
-    """{"url": ...} while the server runs; "stderr" is added once it has stopped."""
-    port = free_port()
+def serving(env_extra: dict[str, str], *args: str, port: int | None = None) -> Iterator[dict[str, str]]:
+    """{"url": ...} while the server runs (on `port`, else a free one); "stderr" is added once it has stopped."""
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
     # output to a file, not a pipe: a server that logs more than a pipe holds would block on a full pipe
     log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)

@@ -8,7 +8,7 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from . import ids
 from .answer.compose import ask
@@ -19,6 +19,7 @@ from .embed.base import TokenCounter
 from .errors import (
     CollectionNotFound,
     DimensionMismatch,
+    InvalidRequest,
     NotFound,
     TenantNotFound,
 )
@@ -44,7 +45,21 @@ from .store.originals import Original
 from .store.originals import originals_for as original_files
 from .store.vector_index import IndexBuilds
 from .telemetry import annotate, span
-from .types import Answer, Block, Candidate, Chunk, ChunkPolicy, ExtractedDocument, Filters, IngestReport, Plan
+from .types import (
+    Answer,
+    AnswerStream,
+    Block,
+    Candidate,
+    Chunk,
+    ChunkPolicy,
+    ExtractedDocument,
+    Filters,
+    IngestReport,
+    Plan,
+)
+
+if TYPE_CHECKING:
+    from .remote import RemoteRagd
 
 
 class Ragd:
@@ -339,6 +354,13 @@ class Collection:
         return ask(question, self.plan(k, filters, rerank=use_rerank), self, debug=debug, request_id=request_id,
                    emit_log=emit_log)
 
+    def ask_stream(self, question: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
+                   rerank: bool | None = None) -> AnswerStream:
+        """ask(), its text as an iterator of word-sized pieces (as the REST API and a remote client stream it);
+        `.answer` is the whole Answer once they are read."""
+        answer = self.ask(question, k, filters, rerank=rerank)
+        return AnswerStream(answer.pieces(), lambda: answer)
+
     def execution(self, ref: str) -> dict[str, Any]:
         """One reproducibility record of this tenant (query id or unique prefix)."""
         return self.client.execution(ref, tenant=self.tenant)
@@ -471,9 +493,28 @@ class Collection:
 # -- the canonical blocks ------------------------------------------------------------------------------
 
 
-def connect(url: str | None = None, *, settings: Settings | None = None,
-            embedder: Embedder | str | None = None) -> Ragd:
-    """Open ragd: `url`, else RAGD_DATABASE_URL, else the embedded server under RAGD_HOME. Migrates on first use."""
+@overload
+def connect(url: None = None, *, settings: Settings | None = None, embedder: Embedder | str | None = None) -> Ragd: ...
+
+
+@overload
+def connect(url: str, *, settings: Settings | None = None, embedder: Embedder | str | None = None,
+            api_key: str | None = None, **remote: Any) -> Ragd | RemoteRagd: ...
+
+
+def connect(url: str | None = None, *, settings: Settings | None = None, embedder: Embedder | str | None = None,
+            api_key: str | None = None, **remote: Any) -> Ragd | RemoteRagd:
+    """Open ragd: `url`, else RAGD_DATABASE_URL, else the embedded server under RAGD_HOME. Migrates on first use.
+
+    An http(s) `url` is a `ragd serve` server: the client (ragd.remote.RemoteRagd) has the same face over its
+    REST API, the tenant that of `api_key` (else RAGD_API_KEY); `remote` are its options (timeout_s, retries,
+    backoff_s, max_wait_s, collection)."""
+    if url is not None and url.startswith(("http://", "https://")):
+        from .remote import RemoteRagd
+
+        return RemoteRagd(url, api_key, **remote)
+    if api_key is not None or remote:
+        raise InvalidRequest("api_key and the remote options are for an http(s) URL of a ragd server")
     settings = settings or load_settings()
     return Ragd(Store.open(settings, url), settings, embedder)
 

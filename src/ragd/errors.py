@@ -195,3 +195,36 @@ class LLMUnavailable(RagdError):
 
     code = "llm_unavailable"
     exit_code = 6
+
+
+class Unauthorized(RagdError):
+    """A remote ragd server refused the API key (none given, unknown or revoked): REST 401."""
+
+    code = "unauthorized"
+    exit_code = 2
+
+
+class Forbidden(RagdError):
+    """A remote ragd server refused a request that names another tenant than the API key's: REST 403."""
+
+    code = "forbidden"
+    exit_code = 2
+
+
+class RateLimited(RagdError):
+    """Over the API key's requests per minute on a remote ragd server (REST 429 `rate_limited`); `retry_after_s`
+    says when to try again."""
+
+    code = "rate_limited"
+    exit_code = 7
+
+    def __init__(self, message: str, retry_after_s: int = 60):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ServerUnavailable(RagdError):
+    """A remote ragd server could not be reached (refused, reset, timed out) after the client's retries."""
+
+    code = "server_unavailable"
+    exit_code = 3

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -200,6 +201,16 @@ class Candidate:
             "rerank_score": self.rerank_score,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        """A candidate from `as_dict`'s form."""
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        for name in ("chunk_id", "doc_id", "doc_version_id"):
+            fields[name] = uuid.UUID(fields[name])
+        fields["heading_path"] = tuple(fields.get("heading_path") or ())
+        fields["tags"] = tuple(fields.get("tags") or ())
+        return cls(**fields)
+
 
 ItemStatus = Literal["ingested", "updated", "unchanged", "duplicate", "skipped", "failed"]
 ITEM_STATUSES: tuple[ItemStatus, ...] = ("ingested", "updated", "unchanged", "duplicate", "skipped", "failed")
@@ -238,6 +249,16 @@ class IngestReport:
     @property
     def chunks(self) -> int:
         return sum(item.chunks for item in self.items)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestReport:
+        """A report from `as_dict`'s form (times rounded to milliseconds)."""
+        items = tuple(ItemOutcome(**{**i, "doc_id": uuid.UUID(i["doc_id"]) if i.get("doc_id") else None,
+                                     "doc_version_id": uuid.UUID(i["doc_version_id"])
+                                     if i.get("doc_version_id") else None})
+                      for i in data.get("items", ()))
+        return cls(run_id=uuid.UUID(data["run_id"]), status=data["status"], items=items, seconds=data["seconds"],
+                   embedded=data.get("embedded", 0), cache_hits=data.get("cache_hits", 0))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -292,6 +313,26 @@ class Answer:
         return {"answer": self.answer, "citations": list(self.citations), "abstained": self.abstained,
                 "debug": self.debug}
 
+    def pieces(self) -> list[str]:
+        """The answer's text in word-sized pieces, as it is streamed (joined, they give the text back exactly)."""
+        return re.findall(r"\s*\S+\s*?(?=\s|$)|\s+$", self.answer) or [self.answer]
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field but the log line, as JSON values (what `from_json` reads back; the remote client's form)."""
+        whole: dict[str, Any] = jsonable({
+            **self.as_dict(), "result_hash": self.result_hash, "query_id": self.query_id,
+            "calculation": self.calculation, "reason": self.reason, "closest": list(self.closest)})
+        return whole
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Answer:
+        query_id = data.get("query_id")
+        return cls(answer=data["answer"], citations=tuple(data.get("citations") or ()),
+                   abstained=bool(data["abstained"]), debug=data.get("debug"),
+                   result_hash=data.get("result_hash") or "",
+                   query_id=uuid.UUID(query_id) if query_id else None, calculation=data.get("calculation"),
+                   reason=data.get("reason"), closest=tuple(data.get("closest") or ()))
+
 
 def jsonable(value: Any) -> Any:
     """Rows and records as JSON values: UUIDs and times as strings, tuples as lists."""
@@ -304,3 +345,24 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
+
+
+class AnswerStream:
+    """What `ask_stream` returns: iterate it for the answer's text piece by piece (a token at a time from a
+    server); once the pieces are read, `answer` is the whole Answer with its citations."""
+
+    def __init__(self, pieces: Iterable[str], finish: Callable[[], Answer]):
+        self._pieces, self._finish = pieces, finish
+        self._answer: Answer | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._pieces
+        self._answer = self._finish()
+
+    @property
+    def answer(self) -> Answer:
+        if self._answer is None:
+            for _ in self:
+                pass
+        assert self._answer is not None
+        return self._answer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import answers, collections, documents, ops, runs, search
+from . import answers, collections, documents, library, ops, runs, search
 
 ROUTERS: tuple[APIRouter, ...] = (ops.router, answers.router, search.router, documents.router, runs.router,
-                                  collections.router)
+                                  collections.router, library.router)

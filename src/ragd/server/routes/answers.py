@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ from ...engine import Ragd
 from ...errors import RagdError
 from ...ids import sha256_text
 from ...telemetry import log_timestamp
-from ...types import jsonable
+from ...types import Answer, jsonable
 from ..deps import NAME, TEXT, Id, Int, Rag, Strict, Tenant, own_tenant
 from ..errors import STREAMED, ApiError, error_body, errs, status_of
 
@@ -75,12 +74,12 @@ def query(body: QueryRequest, request: Request, r: Rag, key_tenant: Tenant) -> A
     `stream`, server-sent events: `token` ({"text"}) pieces of the answer, then `citations`, then `done` with
     the whole response."""
     who = own_tenant(request, key_tenant, body.tenant_id)
-    answer = _answer(request, r, who, body.collection, body.question, body.top_k, body.debug)
+    answer = answer_logged(request, r, who, body.collection, body.question, body.top_k, body.debug)
     response = {"answer": answer.answer, "citations": list(answer.citations), "abstained": answer.abstained,
                 "debug": answer.debug if body.debug else None}
     if not body.stream:
         return response
-    events = [*(("token", {"text": piece}) for piece in _pieces(answer.answer)),
+    events = [*(("token", {"text": piece}) for piece in answer.pieces()),
               ("citations", list(answer.citations)), ("done", response)]
     return StreamingResponse((f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events),
                              media_type="text/event-stream")
@@ -101,7 +100,7 @@ def chat(body: ChatRequest, request: Request, r: Rag, who: Tenant) -> Any:
     """OpenAI-compatible chat: the model names the collection, the last user message is the question, the
     answer carries its [chunk:ID] markers and a `citations` list."""
     question = _last_user_text(body.messages)
-    answer = _answer(request, r, who, body.model, question, 10, False)
+    answer = answer_logged(request, r, who, body.model, question, 10, False)
     rid = "chatcmpl-" + request.state.request_id
     created = int(time.time())
     usage = {"prompt_tokens": len(question.split()), "completion_tokens": len(answer.answer.split())}
@@ -118,19 +117,19 @@ def chat(body: ChatRequest, request: Request, r: Rag, who: Tenant) -> Any:
         return f"data: {json.dumps(data)}\n\n"
 
     lines = [chunk({"role": "assistant", "content": ""}),
-             *(chunk({"content": piece}) for piece in _pieces(answer.answer)),
+             *(chunk({"content": piece}) for piece in answer.pieces()),
              chunk({}, "stop", citations=list(answer.citations), usage=usage), "data: [DONE]\n\n"]
     return StreamingResponse(iter(lines), media_type="text/event-stream")
 
 
-def _answer(request: Request, r: Ragd, who: str, collection: str | None, question: str, k: int,
-            debug: bool) -> Any:
-    """Ask, and log the query line with its HTTP status (failures too)."""
+def answer_logged(request: Request, r: Ragd, who: str, collection: str | None, question: str, k: int,
+                  debug: bool, **options: Any) -> Answer:
+    """Ask (`options`: filters, rerank), and log the query line with its HTTP status (failures too)."""
     started = time.perf_counter()
     rid = request.state.request_id
     try:
         col = r.collection(collection, tenant=who, create=False)
-        answer = col.ask(question, k=k, debug=debug, request_id=rid, emit_log=False)
+        answer = col.ask(question, k=k, debug=debug, request_id=rid, emit_log=False, **options)
     except (RagdError, ApiError) as exc:
         status = exc.status if isinstance(exc, ApiError) else status_of(exc)[0]
         _log_failed_query(who, collection or r.settings.collection, rid, question, status, started)
@@ -144,11 +143,6 @@ def get_execution(query_id: Id, r: Rag, who: Tenant) -> dict[str, Any]:
     """An answer's reproducibility record (its query id: `debug.query_id` of /v1/query): question, models,
     plan, retrieved and context chunks, answer, citations, timings and result hash."""
     return jsonable(r.execution(query_id, tenant=who))  # type: ignore[no-any-return]
-
-
-def _pieces(text: str) -> list[str]:
-    """An answer in word-sized pieces for streaming (joined, they give the answer back exactly)."""
-    return re.findall(r"\s*\S+\s*?(?=\s|$)|\s+$", text) or [text]
 
 
 def _last_user_text(messages: list[ChatMessage]) -> str:

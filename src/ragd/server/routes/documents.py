@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query
@@ -20,7 +20,7 @@ from ...ingest.normalize import unstorable
 from ...ingest.uploads import spool, spool_folder
 from ...types import ChunkPolicy, jsonable
 from ..deps import NAME, TEXT, UUID, CollectionParam, Files, Id, Int, Rag, Ref, Strict, Tenant, VersionParam
-from ..errors import error_body, errs
+from ..errors import ApiError, error_body, errs
 from ..idempotency import IdempotencyKey, hashed, idempotent, request_hash
 
 router = APIRouter()
@@ -108,7 +108,12 @@ def _index(body: IndexRequest, r: Ragd, who: str) -> dict[str, Any]:
 def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None,
            idempotency_key: IdempotencyKey = None,
            wait: Annotated[bool, Query(description="false: queue one job per file and answer 202 at once")]
-           = True) -> Any:
+           = True,
+           tag: Annotated[list[str] | None, Query(max_length=100, description="A tag for every file (repeatable)")]
+           = None,
+           duplicates: Annotated[Literal["skip", "keep"], Query(description="keep: store a file whose content "
+                                                                            "another document has")] = "skip"
+           ) -> Any:
     """Ingest uploaded files (multipart, field `files`, one or more); each is named by its file name. Returns the
     ingestion run with its items (a file that fails is listed with its reason; the rest are stored).
 
@@ -123,13 +128,19 @@ def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None
     col = r.collection(collection, tenant=who)
     limit = r.settings.max_file_bytes
     with spool_folder(r.settings.home) as folder:
-        digest = hashlib.sha256(f"documents\x00{col.name}\x00{wait}".encode())
+        tags = [t for t in tag or [] if t]
+        for t in tags:
+            if unstorable(t) or len(t) > 512:
+                raise ApiError(400, "bad_request", "tag: a tag is at most 512 characters, without NUL")
+        digest = hashlib.sha256(f"documents\x00{col.name}\x00{wait}\x00{tags}\x00{duplicates}".encode())
         uploads = [spool(folder, n, f.filename, hashed(f, digest), limit) for n, f in enumerate(files)]
         if wait:
             return idempotent(r, who, idempotency_key, digest.hexdigest,
-                               lambda: {"collection": col.name, **col.ingest(uploads=uploads).as_dict()})
+                               lambda: {"collection": col.name, **col.ingest(uploads=uploads, tags=tags,
+                                                                      duplicates=duplicates).as_dict()})
         queued = idempotent(r, who, idempotency_key, digest.hexdigest,
-                             lambda: {"collection": col.name, **jobs.enqueue(col, uploads=uploads).as_dict()},
+                             lambda: {"collection": col.name, **jobs.enqueue(col, uploads=uploads, tags=tags,
+                                                                           duplicates=duplicates).as_dict()},
                              status_code=202)
         if isinstance(queued, JSONResponse):  # a replay
             queued.headers["Location"] = f"/v1/runs/{json.loads(bytes(queued.body))['run_id']}"
