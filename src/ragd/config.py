@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     allow_open: bool = False
     # open mode: host names a request's Host may carry besides loopback's (127.0.0.1, localhost, [::1])
     allowed_hosts: str = ""
+    # GET /metrics (Prometheus): served to loopback only, unless this token is set; then to any caller that sends
+    # it (Authorization: Bearer TOKEN), and only to them
+    metrics_token: SecretStr | None = None
 
     # ingestion jobs (ragd.jobs): files a tenant may have queued or running at once (beyond: 429 / the CLI waits),
     # tries of a file's job on transient failures (a lost database, an embedder's 429/5xx), the first wait

@@ -31,6 +31,7 @@ from .ingest.pipeline import run_ingest
 from .ingest.reindex import reindex
 from .ingest.state import Duplicates, Part, Progress
 from .ingest.worker import render
+from .metrics import count_items
 from .pages import PAGES, Rendered
 from .rerank import Reranker, make_reranker
 from .retrieve.cache import ResultCache
@@ -46,6 +47,7 @@ from .store.originals import originals_for as original_files
 from .store.vector_index import IndexBuilds
 from .telemetry import annotate, span
 from .types import (
+    ITEM_STATUSES,
     Answer,
     AnswerStream,
     Block,
@@ -318,6 +320,7 @@ class Collection:
                                 workers=workers, part=part)
             annotate(s, **{"rag.items": len(report.items), "rag.failed": len(report.failed),
                            "rag.chunks": report.chunks})
+            count_items(self.tenant, {status: report.count(status) for status in ITEM_STATUSES})
             self.client.wrote(self.tenant)
             return report
 

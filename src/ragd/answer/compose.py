@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from .. import ids
 from ..config import Settings
 from ..embed.base import TokenCounter
+from ..metrics import count_answer
 from ..rerank import CrossEncoder, probability
 from ..retrieve.legs import (
     candidate,
@@ -205,6 +206,7 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
                           question, (time.perf_counter() - started) * 1000, generator, written.completion)
     if emit_log and QUERY_LOG.isEnabledFor(logging.INFO):
         QUERY_LOG.info(json.dumps(line))
+    count_answer(col.tenant, not cited, timings, line["latency_ms_total"])
     closest: tuple[dict[str, Any], ...] = ()
     if answerable is not None and answerable.abstain and not cited:
         lacks = {c.chunk_id: c.missing for c in answerable.checks}

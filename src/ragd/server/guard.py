@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from .. import mcpserver
 from ..errors import RagdError
 from ..ingest.normalize import unstorable
+from ..metrics import count_request
 from ..telemetry import log_timestamp
 from .deps import tenant
 from .errors import ApiError, error_body, ragd_error_response
@@ -82,6 +83,9 @@ async def every_request(request: Request, call_next: Callable[[Request], Any]) -
     response.headers["X-Request-ID"] = request.state.request_id
     for name, value in SECURITY_HEADERS.items():  # on every response: errors, refusals and /mcp too
         response.headers.setdefault(name, value)
+    route = request.scope.get("route")
+    count_request(getattr(route, "path", None) or "unmatched", request.method, response.status_code,
+                  getattr(request.state, "tenant", None), time.perf_counter() - started)
     if REQUEST_LOG.isEnabledFor(logging.INFO):
         REQUEST_LOG.info(json.dumps({
             "ts": log_timestamp(),

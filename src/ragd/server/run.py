@@ -7,7 +7,9 @@ import contextlib
 import logging
 import os
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
@@ -34,7 +36,8 @@ def run_server(host: str, port: int, workers: int) -> None:
                           log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
         if workers > 1:
-            Multiprocess(config, sockets=[config.bind_socket()]).run()
+            with _shared_metrics():
+                Multiprocess(config, sockets=[config.bind_socket()]).run()
         else:
             server = uvicorn.Server(config)
             with contextlib.suppress(SystemExit):  # (uvicorn exits when it cannot start; it logged why)
@@ -44,6 +47,22 @@ def run_server(host: str, port: int, workers: int) -> None:
     except KeyboardInterrupt:
         pass
     _exit_when_stuck()
+
+
+@contextlib.contextmanager
+def _shared_metrics() -> Iterator[None]:
+    """A fresh PROMETHEUS_MULTIPROC_DIR for the worker processes (prometheus-client's multiprocess mode: each writes
+    its counts there and a scrape of any of them sums all), removed when they have stopped."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    with tempfile.TemporaryDirectory(prefix="ragd-metrics-") as folder:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+        try:
+            yield
+        finally:
+            if given is None:
+                os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            else:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = given
 
 
 def _check_address(host: str, port: int) -> None:

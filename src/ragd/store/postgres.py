@@ -113,6 +113,21 @@ class Store:
         """How many tenant login pools are open (at most MAX_TENANT_POOLS)."""
         return len(self._tenant_pools)
 
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """Connections of the privileged pool ("admin") and of every tenant's pool summed ("tenant"): open,
+        in use, idle, requests waiting for one, and the most the pools may open."""
+        with self._tenant_lock:
+            tenants = list(self._tenant_pools.values())
+        found = {}
+        for name, pools in (("admin", [self._pool]), ("tenant", tenants)):
+            stats = [p.get_stats() for p in pools]
+            size = sum(st.get("pool_size", 0) for st in stats)
+            idle = sum(st.get("pool_available", 0) for st in stats)
+            found[name] = {"open": size, "in_use": size - idle, "idle": idle,
+                           "waiting": sum(st.get("requests_waiting", 0) for st in stats),
+                           "max": sum(p.max_size for p in pools)}
+        return found
+
     def tenant_role(self, tenant_id: str, *, create: bool = False) -> str:
         """The tenant's role. A tenant exists once something created it explicitly (`create=True`: a collection
         created for it, an API key issued to it); otherwise an unknown tenant is TenantNotFound, and nothing is
