@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 RAGD_HOME ?= $(CURDIR)/.ragd-demo
 export RAGD_HOME
 
-.PHONY: demo serve test setup browser bench lint quality conformance redteam docs clean
+.PHONY: demo serve test setup browser office bench lint quality conformance redteam docs clean
 SCIFACT ?= ../shared/data/beir/scifact
 # BM25 on SciFact measured nDCG@10 0.6903; a change that drops it below this floor fails CI.
 LEXICAL_FLOOR ?= 0.685
@@ -75,8 +75,16 @@ demo: setup
 serve: setup
 	$(BIN)/ragd serve
 
+## Legacy .doc/.ppt files are read through Debian's LibreOffice (headless, no GUI packages).
+office:
+	@command -v soffice > /dev/null || { echo "installing Debian's LibreOffice (writer, impress) for legacy Office files"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		libreoffice-writer-nogui libreoffice-impress-nogui > /dev/null) \
+		|| { echo "make test needs LibreOffice: apt-get install libreoffice-writer-nogui libreoffice-impress-nogui"; \
+		exit 1; }; }
+
 ## The whole test suite against a real embedded PostgreSQL.
-test: setup browser
+test: setup browser office
 	$(BIN)/python -m pytest -q
 
 ## Quality gates, in a throw-away RAGD_HOME: the BM25 leg on BEIR SciFact; answers and calibrated abstention on SQuAD

@@ -342,7 +342,7 @@ def test_bad_files_fail_alone_with_specific_reasons(client: ragd.Ragd, settings:
     assert failed["locked.pdf"][0] == "encrypted_document" and "encrypted" in failed["locked.pdf"][1]
     assert failed["truncated.docx"][0] == "corrupt_document" and "damaged zip" in failed["truncated.docx"][1]
     assert failed["archive.zip"][0] == "unsupported_format" and "unpack" in failed["archive.zip"][1]
-    assert failed["legacy.doc"][0] == "unsupported_format" and "DOCX" in failed["legacy.doc"][1]
+    assert failed["legacy.doc"][0] == "corrupt_document" and "damaged OLE" in failed["legacy.doc"][1]
     assert failed["broken.png"][0] == "corrupt_document" and "image" in failed["broken.png"][1]
     assert failed["big.pdf"][0] == "file_too_large" and "RAGD_MAX_FILE_BYTES" in failed["big.pdf"][1]
     assert [i.status for i in report.items if i.source_uri.endswith("good.docx")] == ["ingested"]

@@ -116,15 +116,6 @@ def test_an_email_without_the_eml_suffix_is_told_by_its_headers(tmp_path: Path) 
     assert extract_all(renamed)[0].source_type == "email"  # type: ignore[union-attr]
 
 
-def test_outlook_msg_is_refused_with_a_reason(tmp_path: Path) -> None:
-    """An OLE compound file with Outlook's property streams (no permissively licensed reader exists)."""
-    path = tmp_path / "note.msg"
-    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504 + "__substg1.0_0037001F".encode("utf-16-le")
-                     + b"\x00" * 1024)
-    out = extract_all(path)
-    assert len(out) == 1 and "save the message as .eml" in str(out[0])
-
-
 def _odf(path: Path, mimetype: str, body: str, title: str = "") -> Path:
     import zipfile
 
@@ -239,11 +230,3 @@ def test_legacy_xls_sheets_as_tables(tmp_path: Path) -> None:
     assert doc.source_type == "xls" and doc.metadata["sheets"] == 2
     assert [b.text for b in doc.blocks if b.type == "heading"] == ["Orders", "Empty"]
     assert table.header == ("Order", "Qty", "Shipped", "Paid") and table.rows == (("A-17", "3", "2024-03-05", "TRUE"),)
-
-
-def test_legacy_word_is_refused_with_a_reason(tmp_path: Path) -> None:
-    path = tmp_path / "old.doc"
-    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504 + "WordDocument".encode("utf-16-le")
-                     + b"\x00" * 1024)
-    out = extract_all(path)
-    assert len(out) == 1 and "save them as DOCX or PPTX" in str(out[0])

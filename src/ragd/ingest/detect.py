@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import EncryptedDocument, UnsupportedFormat
+from ..errors import CorruptDocument, EncryptedDocument, UnsupportedFormat
 from .extract.office import office_kind
 from .normalize import wide_encoding
 
@@ -26,7 +26,6 @@ _MAGIC: list[tuple[bytes, str]] = [
 ]
 
 _REFUSED = {
-    "ole": "legacy Word and PowerPoint files (.doc/.ppt) are not supported: save them as DOCX or PPTX",
     "gzip": "gzip archives are not unpacked: extract the files and ingest them",
     "7z": "7z archives are not unpacked: extract the files and ingest them",
     "rar": "RAR archives are not unpacked: extract the files and ingest them",
@@ -42,6 +41,33 @@ _MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd"}
 _JSON_EXT = {".json"}
 _JSONL_EXT = {".jsonl", ".ndjson"}
 _CSV_EXT = {".csv", ".tsv", ".tab"}
+
+
+# an OLE compound file's top-level streams that tell what it is
+_OLE_STREAMS = (("WordDocument", "doc"), ("PowerPoint Document", "ppt"), ("Workbook", "xls"), ("Book", "xls"))
+
+
+def ole_kind(data: bytes) -> str:
+    """What an OLE compound file holds, from its top-level streams: doc, ppt, xls or msg (an Outlook message)."""
+    import olefile
+
+    try:
+        with olefile.OleFileIO(data) as ole:
+            top = {entry[0] for entry in ole.listdir(streams=True, storages=True)}
+    except (OSError, ValueError, IndexError) as exc:
+        top = set()  # damaged: its stream names are looked for in the bytes
+        top |= {name for name, _ in _OLE_STREAMS if f"{name}\x00".encode("utf-16-le") in data[:1_000_000]}
+        top |= {"__substg1.0_"} if "__substg1.0_".encode("utf-16-le") in data else set()
+        if not top:
+            raise CorruptDocument(f"a damaged OLE compound file (Office 97-2003 or Outlook): {exc}") from None
+    if "EncryptedPackage" in top:
+        raise EncryptedDocument("a password-protected Office file: remove the password and ingest it again")
+    if any(name.startswith("__substg1.0_") for name in top):
+        return "msg"
+    for name, kind in _OLE_STREAMS:
+        if name in top:
+            return kind
+    raise UnsupportedFormat("an OLE compound file that is not a Word, PowerPoint, Excel or Outlook file")
 
 
 def looks_binary(head: bytes) -> bool:
@@ -70,14 +96,8 @@ def detect(path: Path, data: bytes) -> str:
                     raise UnsupportedFormat(
                         "a zip archive that is not DOCX, PPTX or XLSX: unpack it and ingest the files")
                 return office
-            if kind == "ole" and "EncryptedPackage".encode("utf-16-le") in data:
-                raise EncryptedDocument("a password-protected Office file: remove the password and ingest it again")
-            if kind == "ole" and "__substg1.0_".encode("utf-16-le") in data:
-                raise UnsupportedFormat("Outlook .msg messages are not supported (no permissively licensed reader): "
-                                        "save the message as .eml (File > Save As) and ingest that")
-            if kind == "ole" and ("Workbook".encode("utf-16-le") in data[:1_000_000]
-                                  or "Book\x00".encode("utf-16-le") in data[:1_000_000]):
-                return "xls"
+            if kind == "ole":
+                return ole_kind(data)
             if kind in _REFUSED:
                 raise UnsupportedFormat(_REFUSED[kind])
             if magic == b"BM" and head[6:10] != b"\x00\x00\x00\x00":

@@ -7,9 +7,11 @@ from .docx import DocxExtractor
 from .epub import EpubExtractor
 from .html import HtmlExtractor
 from .image import ImageExtractor
+from .legacy import LegacyOfficeExtractor
 from .mail import EmailExtractor
 from .markdown import MarkdownExtractor
 from .odf import OdfExtractor
+from .outlook import OutlookExtractor
 from .pdf import PdfExtractor
 from .pptx import PptxExtractor
 from .records import RecordsExtractor
@@ -22,6 +24,9 @@ EXTRACTORS.update({
     "pdf": PdfExtractor(),
     "docx": DocxExtractor(),
     "pptx": PptxExtractor(),
+    "doc": LegacyOfficeExtractor("doc", "docx", DocxExtractor()),
+    "ppt": LegacyOfficeExtractor("ppt", "pptx", PptxExtractor()),
+    "msg": OutlookExtractor(),
     "xlsx": XlsxExtractor(),
     "xls": XlsExtractor(),
     "odt": OdfExtractor(),

@@ -1,4 +1,5 @@
-"""RTF (Word, WordPad, TextEdit): the text with striprtf (BSD), each paragraph a block."""
+"""RTF (Word, WordPad, TextEdit): the text with striprtf (BSD), each paragraph a block; an RTF with tables through
+LibreOffice when it is installed (extract.legacy), which keeps their rows and cells."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 from ...errors import CorruptDocument
 from ...types import ExtractedDocument
 from .base import ExtractOptions, Source, single_document
+from .docx import DocxExtractor
+from .legacy import LegacyOfficeExtractor, soffice
 from .text import text_blocks
 
 _TITLE = re.compile(rb"{\\info[^{}]*?{\\title\s+([^{}]*)}")
@@ -17,6 +20,11 @@ class RtfExtractor:
     source_type = "rtf"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        if b"\\trowd" in source.data and soffice() is not None:  # tables: LibreOffice keeps their rows and cells
+            converted = list(LegacyOfficeExtractor("rtf", "docx", DocxExtractor()).extract(source, options))
+            if not any(isinstance(found, Exception) for found in converted):
+                yield from converted
+                return
         from striprtf.striprtf import rtf_to_text
 
         try:

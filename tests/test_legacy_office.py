@@ -1,0 +1,171 @@
+"""Legacy Office files: .doc and .ppt written by LibreOffice's own MS Word 97 and PowerPoint 97 filters (real
+legacy binaries, made here from documents whose content is known) read through LibreOffice; RTF tables; what
+happens without LibreOffice or past its time limit; Outlook .msg messages written with exact truth."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import docx
+import pytest
+
+import ragd
+from ragd.config import Settings
+from ragd.ingest.bounds import Limits
+from ragd.ingest.extract import ExtractOptions
+from ragd.ingest.read import extract_path
+from ragd.types import ExtractedDocument
+
+from .conftest import DATA
+from .olefiles import outlook_message
+
+SOFFICE = shutil.which("soffice") or "soffice"  # `make test` installs Debian's LibreOffice
+HEADER = ("Region", "Staff", "Leave days")
+ROWS = (("Germany", "120", "98"), ("France", "75", "112"), ("Spain", "40", "112"))
+
+
+def extract_all(path: Path) -> list[ExtractedDocument | Exception]:
+    return list(extract_path(path, Limits.from_settings(Settings()), ExtractOptions()))
+
+
+def _word(folder: Path) -> Path:
+    document = docx.Document()
+    document.add_heading("Leave policy 1998", level=1)
+    document.add_paragraph("Every office grants parental leave as the table says.")
+    document.add_heading("Days by region", level=2)
+    table = document.add_table(rows=1 + len(ROWS), cols=len(HEADER))
+    for r, row in enumerate((HEADER, *ROWS)):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    path = folder / "policy.docx"
+    document.save(str(path))
+    return path
+
+
+def _legacy(source: Path, target: str, folder: Path) -> Path:
+    """The file as LibreOffice writes it in a legacy format (doc, ppt, rtf)."""
+    out = folder / "legacy"
+    subprocess.run([str(SOFFICE), "--headless", "--norestore", f"-env:UserInstallation={(folder / 'p').as_uri()}",
+                    "--convert-to", target, "--outdir", str(out), str(source)], check=True, capture_output=True,
+                   timeout=180)
+    made = out / f"{source.stem}.{target}"
+    assert made.is_file() and made.stat().st_size > 0
+    return made
+
+
+def _table_of(doc: ExtractedDocument) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    table = next(b for b in doc.blocks if b.type == "table")
+    return table.header, table.rows
+
+
+def test_a_word_97_document_reads_like_its_docx(tmp_path: Path) -> None:
+    modern = DATA / "docs" / "synthetic" / "report.docx"  # headings, lists, a table (its truth in make/)
+    legacy = _legacy(modern, "doc", tmp_path)
+    assert legacy.read_bytes()[:4] == b"\xd0\xcf\x11\xe0"
+    [doc] = extract_all(legacy)
+    [new] = extract_all(modern)
+    assert isinstance(doc, ExtractedDocument) and isinstance(new, ExtractedDocument), doc
+    assert doc.source_type == "doc" and doc.title == new.title
+    assert [(b.type, b.level, b.text) for b in doc.blocks] == [(b.type, b.level, b.text) for b in new.blocks]
+    assert _table_of(doc) == _table_of(new) and _table_of(doc)[0][0] == "Region"
+
+
+def test_an_rtf_table_keeps_its_rows_and_cells(tmp_path: Path) -> None:
+    [doc] = extract_all(_legacy(_word(tmp_path), "rtf", tmp_path))
+    assert isinstance(doc, ExtractedDocument), doc
+    assert doc.source_type == "rtf" and _table_of(doc) == (HEADER, ROWS)
+
+
+def test_a_powerpoint_97_deck_reads_like_its_pptx(tmp_path: Path) -> None:
+    modern = DATA / "docs" / "synthetic" / "review.pptx"
+    [deck] = extract_all(modern)
+    [old] = extract_all(_legacy(modern, "ppt", tmp_path))
+    assert isinstance(deck, ExtractedDocument) and isinstance(old, ExtractedDocument), old
+    assert old.source_type == "ppt"
+    words = {w for b in deck.blocks for w in b.text.split()}
+    read = {w for b in old.blocks for w in b.text.split()}
+    assert len(words & read) >= 0.95 * len(words)
+    assert [b.text for b in old.blocks if b.type == "heading"] == [b.text for b in deck.blocks if b.type == "heading"]
+
+
+def test_a_password_protected_word_97_file_is_named_so(tmp_path: Path) -> None:
+    import olefile
+
+    legacy = _legacy(_word(tmp_path), "doc", tmp_path)
+    with olefile.OleFileIO(str(legacy), write_mode=True) as ole:
+        fib = bytearray(ole.openstream("WordDocument").read())
+        fib[11] |= 0x01  # FibBase.fEncrypted
+        ole.write_stream("WordDocument", bytes(fib))
+    [failed] = extract_all(legacy)
+    assert isinstance(failed, Exception) and failed.code == "encrypted_document"  # type: ignore[attr-defined]
+
+
+def test_without_libreoffice_a_legacy_file_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = DATA / "docs" / "synthetic" / "review.pptx"
+    legacy = _legacy(source, "ppt", tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    [failed] = extract_all(legacy)
+    message = str(failed)
+    assert isinstance(failed, Exception) and failed.code == "unsupported_format"  # type: ignore[attr-defined]
+    assert "apt-get install libreoffice-impress-nogui" in message and "\n" not in message
+    rtf = tmp_path / "table.rtf"
+    rtf.write_text(r"{\rtf1\ansi{\fonttbl{\f0 Arial;}}\f0 Days\par\trowd\cellx2000\cellx4000 Germany\cell 98\cell"
+                   r"\row}", encoding="ascii")
+    [text] = extract_all(rtf)  # read as text by striprtf
+    assert isinstance(text, ExtractedDocument) and "Germany" in " ".join(b.text for b in text.blocks)
+
+
+def test_a_conversion_past_its_time_limit_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    legacy = _legacy(_word(tmp_path), "doc", tmp_path)
+    stuck = tmp_path / "bin" / "soffice"  # stands in for a LibreOffice that never finishes
+    stuck.parent.mkdir()
+    pidfile = tmp_path / "pid"
+    stuck.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec {shutil.which('sleep')} 300\n")
+    stuck.chmod(stuck.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(stuck.parent))
+    monkeypatch.setenv("RAGD_CONVERT_TIMEOUT_S", "2")
+    started = time.monotonic()
+    [failed] = extract_all(legacy)
+    assert time.monotonic() - started < 30
+    assert isinstance(failed, Exception) and failed.code == "timeout"  # type: ignore[attr-defined]
+    assert "RAGD_CONVERT_TIMEOUT_S" in str(failed)
+    pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed with its process group
+
+
+def test_an_outlook_message_reads_like_an_email(client: ragd.Ragd, name: str, tmp_path: Path) -> None:
+    sent = datetime(2024, 3, 5, 9, 30, tzinfo=UTC)
+    to = (("Bo Chen", "bo@example.com"), ("Cy Dee", "cy@example.com"))
+    data = outlook_message(subject="Travel caps for 2024", sender="Ana Silva", sender_email="ana@example.com",
+                           to=to, sent=sent, body="Hotels are capped at 180 EUR a night.\n\nSee the note.",
+                           attachments=(("caps.txt", "text/plain", b"Flights: economy below six hours."),))
+    path = tmp_path / "caps.msg"
+    path.write_bytes(data)
+    message, attachment = extract_all(path)
+    assert isinstance(message, ExtractedDocument) and isinstance(attachment, ExtractedDocument)
+    assert message.source_type == "msg" and message.title == "Travel caps for 2024"
+    assert message.metadata["from"] == "Ana Silva <ana@example.com>"
+    assert message.metadata["to"] == "Bo Chen <bo@example.com>, Cy Dee <cy@example.com>"
+    assert message.metadata["date"] == "Tue, 05 Mar 2024 09:30:00 +0000"
+    assert [b.text for b in message.blocks] == ["Hotels are capped at 180 EUR a night.", "See the note."]
+    assert attachment.source_type == "text" and attachment.metadata["attached_to"] == message.external_id
+    html = tmp_path / "html.msg"  # no plain body: the HTML one is read
+    html.write_bytes(outlook_message(subject="Menu", sender="Cafe", sender_email="cafe@example.com", to=(),
+                                     sent=sent, html="<html><body><h1>Lunch</h1><p>Soup of the day</p></body></html>"))
+    [menu] = extract_all(html)
+    assert isinstance(menu, ExtractedDocument) and [b.text for b in menu.blocks] == ["Lunch", "Soup of the day"]
+    broken = tmp_path / "broken.msg"
+    broken.write_bytes(data[:1536])
+    report = client.collection(name).ingest([path, broken])
+    assert report.count("ingested") == 2
+    assert [i.error_code for i in report.failed] == ["corrupt_document"]
+    hits = client.collection(name).search("economy flights below six hours", k=1)
+    assert hits[0].external_id is not None and hits[0].external_id.endswith("caps.txt")
