@@ -35,6 +35,7 @@ BENCHES = [
     ("workers", "workers.py", "python bench/workers.py"),
     ("hostile_tenant", "hostile_tenant.py", "python bench/hostile_tenant.py"),
     ("web", "web.py", "python bench/web.py"),
+    ("remote", "remote.py", "python bench/remote.py"),
     ("scale", "scale.py", "python bench/scale.py --home DIR"),
     ("peers", "peers/run.py", "python bench/peers/run.py"),
 ]
@@ -54,6 +55,7 @@ HEADLINES = [
      "cell_acc", ""),
     ("REST search, 2 workers, 8 clients", "load", "load", {"route": "search", "workers": 2, "clients": 8},
      "rps", "req/s"),
+    ("Remote client's search overhead p50", "remote", "overhead", {"call": "search"}, "overhead_p50_ms", "ms"),
 ]
 
 

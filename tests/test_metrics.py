@@ -3,6 +3,8 @@ summed over worker processes, never a question or a document in a label, and onl
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ragd.config import Settings
 from ragd.server import create_app
 
-from .conftest import SAMPLES, run_cli, serving
+from .conftest import REPO, SAMPLES, run_cli, serving
 
 QUESTION = "How many days of parental leave do employees in Germany get?"
 OFF_TOPIC = "What is the boiling point of liquid nitrogen on Titan?"
@@ -67,6 +69,11 @@ def test_metrics_count_requests_answers_ingests_and_read_the_database(cli_env: d
     # labels carry templates and outcomes: no question, document id, collection or tenant
     for secret in (secret_id, "parental", "Titan", name, tenant, key):
         assert secret not in text
+    # the Grafana dashboard in docs/ asks only for series this scrape has
+    dashboard = json.loads((REPO / "docs" / "grafana" / "ragd-dashboard.json").read_text(encoding="utf-8"))
+    asked = {name for panel in dashboard["panels"] for target in panel["targets"]
+             for name in re.findall(r"\bragd_[a-z_]+", target["expr"])}
+    assert len(asked) >= 10 and asked <= {n for n, _ in samples}, asked - {n for n, _ in samples}
 
 
 def test_metrics_need_their_token_or_a_loopback_caller(settings: Settings) -> None:
