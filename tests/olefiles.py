@@ -107,10 +107,12 @@ def _filetime(when: datetime) -> int:
 
 def outlook_message(*, subject: str, sender: str, sender_email: str, to: tuple[tuple[str, str], ...],
                     sent: datetime, body: str = "",
-                    html: str = "", attachments: tuple[tuple[str, str, bytes], ...] = ()) -> bytes:
+                    html: str = "", attachments: tuple[tuple[str, str, bytes], ...] = (),
+                    forwarded: tuple[tuple[str, str], ...] = ()) -> bytes:
     """An Outlook .msg of these fields (to: (name, address) pairs; attachments: name, MIME type, bytes), as Outlook
     lays them out: each string property a UTF-16 stream, the submit time and each recipient's type in a property
-    stream, a storage per recipient and per attachment."""
+    stream, a storage per recipient and per attachment; `forwarded` (subject, body) messages attached as Outlook
+    attaches a message: a storage of their own inside the attachment's."""
     streams: dict[tuple[str, ...], bytes] = {
         ("__substg1.0_0037001F",): _utf16(subject), ("__substg1.0_0C1A001F",): _utf16(sender),
         ("__substg1.0_5D01001F",): _utf16(sender_email), ("__substg1.0_0E04001F",): _utf16("; ".join(n for n, _ in to)),
@@ -134,4 +136,12 @@ def outlook_message(*, subject: str, sender: str, sender_email: str, to: tuple[t
         streams[(storage, "__substg1.0_370E001F")] = _utf16(mime)
         streams[(storage, "__substg1.0_37010102")] = data
         streams[(storage, "__properties_version1.0")] = b"\0" * 8
+    for n, (inner_subject, inner_body) in enumerate(forwarded, start=len(attachments)):
+        storage = f"__attach_version1.0_#{n:08X}"
+        inner = (storage, "__substg1.0_3701000D")
+        streams[(storage, "__substg1.0_3001001F")] = _utf16(inner_subject)
+        streams[(storage, "__properties_version1.0")] = b"\0" * 8
+        streams[(*inner, "__substg1.0_0037001F")] = _utf16(inner_subject)
+        streams[(*inner, "__substg1.0_1000001F")] = _utf16(inner_body)
+        streams[(*inner, "__properties_version1.0")] = b"\0" * 24 + submit
     return compound_file(streams)

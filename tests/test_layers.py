@@ -19,6 +19,8 @@ RULES = [
     ("ragd.answer", {"ragd.engine", "ragd.jobs", "ragd.ingest", *ADAPTERS}),
     ("ragd.engine", {"ragd.jobs", *ADAPTERS}),
     ("ragd.jobs", ADAPTERS),
+    ("ragd.remote", {"ragd.engine", "ragd.jobs", *ADAPTERS}),  # the client knows the server only over HTTP
+    ("ragd.integrations", {"ragd.engine", "ragd.store", "ragd.jobs", *ADAPTERS}),
     ("ragd.ingest.state", set(ROOMS)),  # what the rooms share knows none of them
     ("ragd.ingest.extract", set(ROOMS)),  # the formats know nothing of who reads them
     *((room, set(ROOMS[n + 1:])) for n, room in enumerate(ROOMS)),  # a room knows only the rooms before it
@@ -116,6 +118,11 @@ def test_imports_point_down_only() -> None:
                     if any(name == b or name.startswith(b + ".") for b in banned):
                         broken.append(f"{module} imports {name}")
     assert broken == []
+
+
+def test_the_metrics_import_nothing_of_ragd() -> None:
+    """Every layer counts into ragd.metrics, so it may know none of them."""
+    assert _graph()["ragd.metrics"] == set()
 
 
 def test_no_module_imports_one_that_imports_it_back() -> None:

@@ -146,10 +146,14 @@ def test_an_outlook_message_reads_like_an_email(client: ragd.Ragd, name: str, tm
     to = (("Bo Chen", "bo@example.com"), ("Cy Dee", "cy@example.com"))
     data = outlook_message(subject="Travel caps for 2024", sender="Ana Silva", sender_email="ana@example.com",
                            to=to, sent=sent, body="Hotels are capped at 180 EUR a night.\n\nSee the note.",
-                           attachments=(("caps.txt", "text/plain", b"Flights: economy below six hours."),))
+                           attachments=(("caps.txt", "text/plain", b"Flights: economy below six hours."),),
+                           forwarded=(("Old caps", "Hotels were capped at 150 EUR."),))
     path = tmp_path / "caps.msg"
     path.write_bytes(data)
-    message, attachment = extract_all(path)
+    message, attachment, old = extract_all(path)
+    assert isinstance(old, ExtractedDocument) and old.source_type == "email" and old.title == "Old caps"
+    assert [b.text for b in old.blocks] == ["Hotels were capped at 150 EUR."]
+    assert old.metadata["date"] == "Tue, 05 Mar 2024 09:30:00 +0000" and old.external_id.endswith("Old caps.msg")
     assert isinstance(message, ExtractedDocument) and isinstance(attachment, ExtractedDocument)
     assert message.source_type == "msg" and message.title == "Travel caps for 2024"
     assert message.metadata["from"] == "Ana Silva <ana@example.com>"
@@ -165,7 +169,7 @@ def test_an_outlook_message_reads_like_an_email(client: ragd.Ragd, name: str, tm
     broken = tmp_path / "broken.msg"
     broken.write_bytes(data[:1536])
     report = client.collection(name).ingest([path, broken])
-    assert report.count("ingested") == 2
+    assert report.count("ingested") == 3
     assert [i.error_code for i in report.failed] == ["corrupt_document"]
     hits = client.collection(name).search("economy flights below six hours", k=1)
     assert hits[0].external_id is not None and hits[0].external_id.endswith("caps.txt")

@@ -127,12 +127,15 @@ def rebuilt(props: Properties, depth: int = 0) -> EmailMessage:
         message.set_content(html.decode("utf-8", "replace"), subtype="html")
     for number, storage in enumerate(props.children("__attach_version1.0_"), start=1):
         attachment = Properties(props.ole, storage)
-        filename = attachment.text(ATTACH_LONG_NAME) or attachment.text(ATTACH_NAME) or f"attachment-{number}"
+        filename = attachment.text(ATTACH_LONG_NAME) or attachment.text(ATTACH_NAME)
         inner = (*storage, f"__substg1.0_{ATTACH_DATA}000D")
         if props.ole.exists("/".join(inner)):
             if depth + 1 < MAX_ATTACHED_DEPTH:
-                message.add_attachment(rebuilt(Properties(props.ole, inner), depth + 1))
+                attached = rebuilt(Properties(props.ole, inner), depth + 1)
+                shown = attachment.text(DISPLAY_NAME) or str(attached.get("Subject") or "message")
+                message.add_attachment(attached, filename=filename or f"{shown}.msg")
             continue
+        filename = filename or f"attachment-{number}"
         data = attachment.binary(ATTACH_DATA)
         if data:
             maintype, _, subtype = (attachment.text(ATTACH_MIME) or "application/octet-stream").partition("/")
