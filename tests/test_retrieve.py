@@ -545,3 +545,15 @@ def test_bm25_scores_equal_a_reference_bm25_on_long_queries(client: ragd.Ragd) -
         assert {h.chunk_id for h in hits} == {c for c, _ in expected}, text
         differs += [c for c, _ in _reference_bm25(lexemes, tokens, count_once=True)[:10]] != [c for c, _ in expected]
     assert differs >= 3  # counting each word once ranks these queries differently: the check can fail
+
+
+def test_the_largest_k_searches_within_pgvectors_ef_search_bound(client: ragd.Ragd, name: str) -> None:
+    """k up to MAX_K (1000): the HNSW scan's ef_search grows with the leg's overfetch, and pgvector refuses more
+    than 1000 (a k of 999 was a 500 over REST)."""
+    from ragd.retrieve.search import MAX_K
+
+    col = client.collection(name)
+    col.ingest(documents=[{"id": f"d{n}", "text": f"note {n} about zero and one"} for n in range(5)])
+    for fusion in ("vector", "weighted"):
+        assert len(col.search("zero", k=MAX_K, fusion=fusion)) == 5
+        assert len(col.search("zero", k=MAX_K - 1, fusion=fusion, semantic_weight=0.0)) == 5

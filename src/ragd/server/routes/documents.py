@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ... import jobs
 from ...engine import Ragd
@@ -20,7 +20,7 @@ from ...ingest.normalize import unstorable
 from ...ingest.uploads import spool, spool_folder
 from ...types import ChunkPolicy, jsonable
 from ..deps import NAME, TEXT, UUID, CollectionParam, Files, Id, Int, Rag, Ref, Strict, Tenant, VersionParam
-from ..errors import ApiError, error_body, errs
+from ..errors import error_body, errs
 from ..idempotency import IdempotencyKey, hashed, idempotent, request_hash
 
 router = APIRouter()
@@ -109,8 +109,8 @@ def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None
            idempotency_key: IdempotencyKey = None,
            wait: Annotated[bool, Query(description="false: queue one job per file and answer 202 at once")]
            = True,
-           tag: Annotated[list[str] | None, Query(max_length=100, description="A tag for every file (repeatable)")]
-           = None,
+           tag: Annotated[list[Annotated[str, StringConstraints(max_length=512, pattern=TEXT)]] | None,
+                          Query(max_length=100, description="A tag for every file (repeatable)")] = None,
            duplicates: Annotated[Literal["skip", "keep"], Query(description="keep: store a file whose content "
                                                                             "another document has")] = "skip"
            ) -> Any:
@@ -129,9 +129,6 @@ def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None
     limit = r.settings.max_file_bytes
     with spool_folder(r.settings.home) as folder:
         tags = [t for t in tag or [] if t]
-        for t in tags:
-            if unstorable(t) or len(t) > 512:
-                raise ApiError(400, "bad_request", "tag: a tag is at most 512 characters, without NUL")
         digest = hashlib.sha256(f"documents\x00{col.name}\x00{wait}\x00{tags}\x00{duplicates}".encode())
         uploads = [spool(folder, n, f.filename, hashed(f, digest), limit) for n, f in enumerate(files)]
         if wait:

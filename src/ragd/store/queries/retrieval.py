@@ -202,14 +202,14 @@ WHERE collection_id = %(collection_id)s AND term = ANY(%(terms)s::text[])
 ORDER BY term, first_ord"""
 # The collection's active chunks (with words) as its statistics hold them: sizes the HNSW search's ef_search.
 # The transaction's HNSW breadth in one round trip: at least the scan's limit, and past `grow` active chunks
-# legs.ef_search_at's growth in the same float8 operations (grow 0: `ef` at any size); with `iterative`, pgvector's
-# iterative scan too (a filtered search).
+# legs.ef_search_at's growth in the same float8 operations (grow 0: `ef` at any size), never past pgvector's bound
+# of 1000; with `iterative`, pgvector's iterative scan too (a filtered search).
 SET_HNSW_SCAN = """
-SELECT set_config('hnsw.ef_search', greatest(%(limit)s::integer, CASE
+SELECT set_config('hnsw.ef_search', least(1000, greatest(%(limit)s::integer, CASE
            WHEN %(grow)s::integer <= 0 OR s.n <= %(grow)s::integer THEN %(ef)s::integer
            ELSE least(1000, greatest(%(ef)s::integer,
                                      ceil(%(ef)s::integer * sqrt(s.n::float8 / %(grow)s::integer))::integer))
-       END)::text, true),
+       END))::text, true),
        CASE WHEN %(iterative)s THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END
 FROM (SELECT COALESCE((SELECT n_chunks FROM lexical_stats WHERE collection_id = %(collection_id)s), 0) AS n) s"""
 COMPACTED = "UPDATE lexical_stats SET blocks_written = 0 WHERE collection_id = %(collection_id)s"
