@@ -3,6 +3,10 @@
 FROM python:3.11-slim
 ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+# --build-arg LEGACY_OFFICE=1 adds LibreOffice (headless) for legacy .doc/.ppt files (about 300 MB more)
+ARG LEGACY_OFFICE=0
+RUN if [ "$LEGACY_OFFICE" = "1" ]; then apt-get update && apt-get install -y --no-install-recommends \
+        libreoffice-writer-nogui libreoffice-impress-nogui && rm -rf /var/lib/apt/lists/*; fi
 COPY pyproject.toml README.md ./
 COPY src ./src
 RUN pip install . && useradd --create-home --uid 10001 ragd
