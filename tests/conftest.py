@@ -112,11 +112,11 @@ def serving(env_extra: dict[str, str], *args: str, port: int | None = None) -> I
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | env_extra
     # output to a file, not a pipe: a server that logs more than a pipe holds would block on a full pipe
-    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)
+    log = tempfile.NamedTemporaryFile(mode="w+", prefix="ragd-serve-", suffix=".log")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=env,
                             cwd=REPO, stdout=log, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}"
-    state = {"url": url, "pid": str(proc.pid)}
+    state = {"url": url, "pid": str(proc.pid), "log": log.name}  # "log": what it has written so far
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:

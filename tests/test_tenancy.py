@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 import ragd
 from ragd import ids
+from ragd.config import Settings
 from ragd.errors import InvalidRequest
 from ragd.ids import sha256_text
 
@@ -400,3 +402,31 @@ def test_the_job_queue_and_queued_bytes_are_closed_to_tenants(client: ragd.Ragd,
         _probe_tenant_session(client.store, "mallory", "victim")
     finally:
         jobs.cancel(client, str(queued.run_id), tenant="victim")
+
+
+def test_concurrent_first_sessions_repair_a_changed_login_once(settings: Settings) -> None:
+    """A tenant whose role needs repair (here its connection limit changed by hand), met first by many requests
+    at once in a fresh process: each waits for one repair, none fails with PostgreSQL's "tuple concurrently
+    updated" (seen as a 500 on an upload racing a poll)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragd.store.postgres import Store
+
+    tenant = "race-" + uuid.uuid4().hex[:8]
+    setup = ragd.connect(settings=settings)
+    role = setup.store.tenant_role(tenant, create=True)
+    setup.close()
+    for attempt in range(3):  # a race: three fresh processes' worth of chances to lose it
+        with psycopg.connect(settings.database_url, autocommit=True) as conn:
+            conn.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT {7 + attempt}')
+        store = Store.open(settings, settings.database_url)
+
+        def session(_: int, store: Store = store) -> str:
+            with store.tenant(tenant) as conn:
+                return str(conn.execute("SELECT ragd_tenant()").fetchone()[0])
+
+        try:
+            with ThreadPoolExecutor(8) as pool:
+                assert list(pool.map(session, range(8))) == [tenant] * 8
+        finally:
+            store.close()

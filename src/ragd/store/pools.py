@@ -45,6 +45,16 @@ def saturated(pool: ConnectionPool) -> bool:
     return stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
 
 
+def usage(pools: list[ConnectionPool]) -> dict[str, int]:
+    """Connections of these pools summed: open, in use, idle, requests waiting for one, and the most they may open."""
+    stats = [p.get_stats() for p in pools]
+    size = sum(st.get("pool_size", 0) for st in stats)
+    idle = sum(st.get("pool_available", 0) for st in stats)
+    return {"open": size, "in_use": size - idle, "idle": idle, "waiting": sum(st.get("requests_waiting", 0)
+                                                                             for st in stats),
+            "max": sum(p.max_size for p in pools)}
+
+
 def close_pools(admin: ConnectionPool, tenants: OrderedDict[str, ConnectionPool], lock: threading.Lock) -> None:
     with lock:
         pools = list(tenants.values())

@@ -23,7 +23,7 @@ from ..config import Settings, load_settings
 from ..errors import Busy, DatabaseUnavailable, MigrationError, RagdError, TenantNotFound
 from . import embedded, queries
 from .names import check_tenant, role_password, tenant_role, tenant_settings
-from .pools import UNREACHABLE, close_pools, first_line, redact, saturated
+from .pools import UNREACHABLE, close_pools, first_line, redact, saturated, usage
 from .pools import pool as open_pool
 from .replicas import Replica
 from .schema import migrations
@@ -87,6 +87,7 @@ class Store:
         self._limits_settable: bool | None = None  # whether this login may store temp_file_limit for tenant roles
         self._tenant_pools: OrderedDict[str, ConnectionPool] = OrderedDict()
         self._tenant_lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}  # role -> held while its pool's login is checked
         self._at_limit: dict[str, tuple[float, str]] = {}  # role -> (until when, why): at its connection limit
         self._shares: dict[str, threading.BoundedSemaphore] = {}  # admin connections a tenant's requests may hold
         self._tenants_work = threading.BoundedSemaphore(ADMIN_POOL_SIZE - ADMIN_RESERVED)  # ... all tenants' together
@@ -114,19 +115,10 @@ class Store:
         return len(self._tenant_pools)
 
     def pool_stats(self) -> dict[str, dict[str, int]]:
-        """Connections of the privileged pool ("admin") and of every tenant's pool summed ("tenant"): open,
-        in use, idle, requests waiting for one, and the most the pools may open."""
+        """The connections of the privileged pool ("admin") and of all tenants' pools ("tenant"): pools.usage."""
         with self._tenant_lock:
             tenants = list(self._tenant_pools.values())
-        found = {}
-        for name, pools in (("admin", [self._pool]), ("tenant", tenants)):
-            stats = [p.get_stats() for p in pools]
-            size = sum(st.get("pool_size", 0) for st in stats)
-            idle = sum(st.get("pool_available", 0) for st in stats)
-            found[name] = {"open": size, "in_use": size - idle, "idle": idle,
-                           "waiting": sum(st.get("requests_waiting", 0) for st in stats),
-                           "max": sum(p.max_size for p in pools)}
-        return found
+        return {"admin": usage([self._pool]), "tenant": usage(tenants)}
 
     def tenant_role(self, tenant_id: str, *, create: bool = False) -> str:
         """The tenant's role. A tenant exists once something created it explicitly (`create=True`: a collection
@@ -161,33 +153,33 @@ class Store:
         return role
 
     def _tenant_pool(self, role: str, tenant_id: str) -> ConnectionPool:
-        """The pool logging in as role, opened after one login checked (and repaired) by _check_login."""
+        """The pool logging in as role, opened after one login checked (and repaired) by _check_login: one check
+        per role at a time in this process (requests that meet a tenant at once wait for the first's pool)."""
         with self._tenant_lock:
-            pool = self._tenant_pools.get(role)
-            if pool is not None:
-                self._tenant_pools.move_to_end(role)
-                return pool
-        refused = self._at_limit.get(role)
-        if refused is not None and time.monotonic() < refused[0]:  # said a moment ago: no login tried for it again
-            raise Busy(refused[1])
-        try:
-            url = self._check_login(role, tenant_id)
-        except Busy as exc:
-            self._at_limit[role] = (time.monotonic() + AT_LIMIT_S, str(exc))
-            raise
-        self._at_limit.pop(role, None)
-        settings = tenant_settings(self._schema or "public", self.settings)
-        pool = open_pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
-                     timeout=self.settings.db_timeout_s, session=settings)
-        with self._tenant_lock:
-            if role in self._tenant_pools:  # another thread opened it meanwhile
-                extra, pool = pool, self._tenant_pools[role]
-                evicted = [extra]
-            else:
+            opening = self._opening.setdefault(role, threading.Lock())
+        with opening:
+            with self._tenant_lock:
+                pool = self._tenant_pools.get(role)
+                if pool is not None:
+                    self._tenant_pools.move_to_end(role)
+                    return pool
+            refused = self._at_limit.get(role)
+            if refused is not None and time.monotonic() < refused[0]:  # said a moment ago: no login tried again
+                raise Busy(refused[1])
+            try:
+                url = self._check_login(role, tenant_id)
+            except Busy as exc:
+                self._at_limit[role] = (time.monotonic() + AT_LIMIT_S, str(exc))
+                raise
+            self._at_limit.pop(role, None)
+            pool = open_pool(url, "ragd-tenant", min_size=0, max_size=TENANT_POOL_SIZE, max_idle=60,
+                             timeout=self.settings.db_timeout_s,
+                             session=tenant_settings(self._schema or "public", self.settings))
+            with self._tenant_lock:
                 self._tenant_pools[role] = pool
                 evicted = []
-            while len(self._tenant_pools) > MAX_TENANT_POOLS:
-                evicted.append(self._tenant_pools.popitem(last=False)[1])
+                while len(self._tenant_pools) > MAX_TENANT_POOLS:
+                    evicted.append(self._tenant_pools.popitem(last=False)[1])
         for old in evicted:
             old.close()
         return pool
@@ -264,6 +256,9 @@ class Store:
         if changed:
             _log.warning("repairing the login of tenant role %s (its password or stored settings were changed)", role)
         with self.admin() as conn:
+            # one change of tenant roles at a time across processes (as their creation): PostgreSQL refuses
+            # concurrent changes of one role ("tuple concurrently updated"); a second repair repeats harmlessly
+            conn.execute(queries.TENANT_ROLE_LOCK)
             for statement in queries.repair_tenant_role(role, role_password(self._secret, role),
                                                         str(conn.info.dbname), self.settings.tenant_connection_limit):
                 conn.execute(statement)
