@@ -1,23 +1,29 @@
-"""Shared helpers for the benchmarks: data paths, a private RAGD_HOME, percentiles, peak memory."""
+"""Shared helpers for the benchmarks: data paths, a private RAGD_HOME, a `ragd serve` process, percentiles, peak
+memory."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import resource
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 import ragd
 from ragd.config import Settings
 from ragd.store import embedded
 
+REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = DATA / "beir" / "scifact"
 
@@ -101,3 +107,28 @@ def private_ragd(embedder: str, keep: Path | None = None, **overrides: object) -
         finally:
             client.close()
             embedded.stop(home / "pgdata")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(env: Mapping[str, str], *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A `ragd serve` process on a free loopback port with this environment (and `args`), once /readyz answers
+    200, and its URL; SystemExit when it does not within 120 s."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), *args], env=dict(env),
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("the server did not become ready in 120 s")

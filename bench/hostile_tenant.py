@@ -17,8 +17,6 @@ import argparse
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +27,7 @@ from typing import Any
 
 import httpx
 import psycopg
-from _common import pct
+from _common import pct, serve
 from _results import Results
 
 import ragd
@@ -83,25 +81,6 @@ def hold_everything(url: str, tenants: list[str]) -> list[psycopg.Connection[Any
         raise
 
 
-def _serve(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port)], env=env, cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("the server did not become ready in 120 s")
-
-
 def rounds(http: httpx.Client, auth: dict[str, str], n: int, tag: str) -> tuple[dict[str, list[float]], Counter[int]]:
     """B's n rounds: each request's latency (ms) by kind, and the statuses seen."""
     calls: dict[str, Callable[[int], httpx.Response]] = {
@@ -143,7 +122,7 @@ def main() -> None:
             client.collection("mine", tenant="tenant-a").ingest(documents=[{"id": "a", "text": "A's copper."}])
             client.collection("mine", tenant="tenant-b").ingest(documents=[{"id": "b", "text": "B's ledger of tin."}])
             login_a = client.store._login_url(client.store.tenant_role("tenant-a"))
-        proc, url = _serve(env)
+        proc, url = serve(env)
         auth_a, auth_b = {"Authorization": f"Bearer {key_a}"}, {"Authorization": f"Bearer {key_b}"}
         try:
             with httpx.Client(base_url=url, timeout=120) as http:

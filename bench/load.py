@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,38 +25,16 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import pct, scifact_docs, scifact_queries
+from _common import pct, scifact_docs, scifact_queries, serve
 from _results import Results
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cli(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run([sys.executable, "-m", "ragd.cli", *args], env=env, capture_output=True, text=True,
                           check=True, cwd=REPO)
     return done.stdout
-
-
-def _serve(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port), "--workers",
-                             str(workers)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("the server did not become ready in 120 s")
 
 
 def _request(client: httpx.Client, route: str, query: str) -> tuple[float, bool]:
@@ -134,7 +111,7 @@ def main() -> None:
         rows = []
         try:
             for workers in [int(w) for w in args.workers.split(",")]:
-                proc, url = _serve(env, workers)
+                proc, url = serve(env, "--workers", str(workers))
                 try:
                     _warm(url, key, queries, workers)
                     quiet = None

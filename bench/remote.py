@@ -14,23 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
-import sys
 import time
 
 import httpx
-from _common import pct, private_ragd, scifact_docs, scifact_queries
-from _results import REPO, Results
+from _common import pct, private_ragd, scifact_docs, scifact_queries, serve
+from _results import Results
 
 from ragd import keys
 from ragd.remote import RemoteRagd
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def timed(calls: list[object], run: object) -> list[float]:
@@ -58,20 +49,11 @@ def main() -> None:
         col = client.collection("bench", tenant="bench")
         col.ingest(documents=scifact_docs(args.docs))
         _, key = keys.create(client.store, "bench")
-        port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | {
             "RAGD_HOME": str(client.settings.home), "RAGD_EMBEDDER": "hash", "RAGD_RERANKER": "none",
             "RAGD_CACHE_TTL_S": "0", "RAGD_RATE_LIMIT_PER_MINUTE": "0", "RAGD_REQUEST_LOG": "off"}
-        server = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port)], env=env,
-                                  cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
+        server, url = serve(env)
         try:
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
             with RemoteRagd(url, key) as remote:
                 far = remote.collection("bench")
                 print(f"{args.docs} documents, {len(queries)} queries, one at a time\n")

@@ -18,27 +18,17 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-from _common import pct, private_ragd
+from _common import REPO, pct, private_ragd, serve
 from _results import Results
 from ingest_throughput import long_pdf
 from playwright.sync_api import sync_playwright
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("RAGD_TEST_CHROMIUM", "/usr/bin/chromium")
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 RESULTS = Results("web")
@@ -66,19 +56,10 @@ def main() -> None:
         cited = [(str(h.chunk_id), h.external_id) for h in col.search("the results of the study", k=50)
                  if h.external_id == "long.pdf"][:20]
         home = client.settings.home
-        port = _port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGD_")} | {
             "RAGD_HOME": str(home), "RAGD_EMBEDDER": args.embedder, "RAGD_REQUEST_LOG": "off"}
-        server = subprocess.Popen([sys.executable, "-m", "ragd.cli", "serve", "--port", str(port)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
+        server, url = serve(env)
         try:
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
             print(f"corpus: samples + a {pages}-page PDF; {len(cited)} cited PDF chunks; embedder {args.embedder}")
             browse(url, args.loads)
             images(url, cited)
