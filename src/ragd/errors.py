@@ -57,28 +57,31 @@ class PageNotRendered(RagdError):
     code = "page_not_rendered"
 
 
-class Busy(RagdError):
+class RetryLater(RagdError):
+    """An error that may pass when tried again after `retry_after_s` seconds (the REST adapter's Retry-After)."""
+
+    default_retry_after_s = 5
+
+    def __init__(self, message: str, retry_after_s: int | None = None):
+        super().__init__(message)
+        self.retry_after_s = self.default_retry_after_s if retry_after_s is None else retry_after_s
+
+
+class Busy(RetryLater):
     """A request that could not get a database connection, a lock or its statement's time within its deadline:
     retried later it may pass (the REST adapter answers 503 with Retry-After); other tenants' requests go on."""
 
     code = "busy"
     exit_code = 3
 
-    def __init__(self, message: str, retry_after_s: int = 5):
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
 
-
-class QueueFull(RagdError):
+class QueueFull(RetryLater):
     """A tenant's queue of files to ingest is at its bound (RAGD_QUEUE_MAX_FILES); the REST adapter answers 429
     with Retry-After, the CLI waits and tries again."""
 
     code = "queue_full"
     exit_code = 7
-
-    def __init__(self, message: str, retry_after_s: int = 10):
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
+    default_retry_after_s = 10
 
 
 class Superseded(RagdError):
@@ -211,16 +214,13 @@ class Forbidden(RagdError):
     exit_code = 2
 
 
-class RateLimited(RagdError):
+class RateLimited(RetryLater):
     """Over the API key's requests per minute on a remote ragd server (REST 429 `rate_limited`); `retry_after_s`
     says when to try again."""
 
     code = "rate_limited"
     exit_code = 7
-
-    def __init__(self, message: str, retry_after_s: int = 60):
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
+    default_retry_after_s = 60
 
 
 class ServerUnavailable(RagdError):

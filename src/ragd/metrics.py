@@ -12,6 +12,7 @@ multiprocess mode), which the server sets for its workers, and a scrape sums the
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 
@@ -35,10 +36,15 @@ INGESTED = Counter("ragd_ingest_items", "Ingested items by outcome (ingested, up
                                         "skipped, failed)", ["status", "tenant"], registry=REGISTRY)
 
 
+@functools.cache
+def _tenant_labels() -> bool:
+    """RAGD_METRICS_TENANT_LABELS, read once per process (not on every request)."""
+    return os.environ.get("RAGD_METRICS_TENANT_LABELS", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def tenant_label(tenant: str | None) -> str:
     """The tenant as a label value: itself when RAGD_METRICS_TENANT_LABELS is on, else empty."""
-    on = os.environ.get("RAGD_METRICS_TENANT_LABELS", "").strip().lower() in ("1", "true", "yes", "on")
-    return (tenant or "") if on else ""
+    return (tenant or "") if _tenant_labels() else ""
 
 
 def count_answer(tenant: str, abstained: bool, stages_ms: Mapping[str, float], total_ms: float) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -33,9 +34,9 @@ from .errors import (
     InvalidRequest,
     LLMUnavailable,
     NotFound,
-    QueueFull,
     RagdError,
     RateLimited,
+    RetryLater,
     ServerUnavailable,
     Unauthorized,
 )
@@ -88,8 +89,8 @@ def error_of(response: httpx.Response) -> RagdError:
         cls = Busy
     if code == "database_unavailable":
         cls = DatabaseUnavailable
-    if cls in (Busy, QueueFull, RateLimited):
-        return cls(message, _retry_after(response, 5))
+    if issubclass(cls, RetryLater):
+        return cls(message, _retry_after(response, cls.default_retry_after_s))
     try:
         return cls(message)
     except TypeError:
@@ -381,14 +382,10 @@ def _filters(filters: Mapping[str, Any] | Filters | None) -> dict[str, Any] | No
 
 
 def _document_path(ref: str, tail: str = "") -> str:
-    from urllib.parse import quote
-
     return f"/v1/documents/{quote(str(ref), safe='/')}{tail}"
 
 
 def _disposition_name(header: str) -> str | None:
-    from urllib.parse import unquote
-
     for part in header.split(";"):
         key, _, value = part.strip().partition("=")
         if key == "filename*" and value.lower().startswith("utf-8''"):

@@ -23,6 +23,7 @@ from ..errors import (
     PageNotRendered,
     QueueFull,
     RagdError,
+    RetryLater,
 )
 
 log = logging.getLogger("ragd.server")
@@ -94,7 +95,7 @@ def errs(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def retry_after(exc: RagdError) -> dict[str, str]:
     """The Retry-After header of an error that may pass later (503s, 429s), else none."""
-    if isinstance(exc, QueueFull | Busy):
+    if isinstance(exc, RetryLater):
         return {"Retry-After": str(exc.retry_after_s)}
     return {"Retry-After": "5"} if status_of(exc)[0] == 503 else {}
 
