@@ -7,12 +7,15 @@ import json
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragd.config import Settings
+from ragd.config import Settings, load_settings
+from ragd.metrics import REGISTRY
 from ragd.server import create_app
 
 from .conftest import REPO, SAMPLES, run_cli, serving
@@ -100,3 +103,43 @@ def test_metrics_sum_the_worker_processes(cli_env: dict[str, str]) -> None:
         scrapes = [_samples(httpx.get(server["url"] + "/metrics", timeout=30).text) for _ in range(4)]
     counts = {_value(s, "ragd_http_requests_total", route="/healthz") for s in scrapes}
     assert counts == {before + 12}  # every scrape, whichever process answers it, sums both
+
+
+def test_an_empty_metrics_token_is_no_token(settings: Settings, monkeypatch: Any) -> None:
+    """`RAGD_METRICS_TOKEN=` (a template whose secret was missing) keeps /metrics to loopback: an empty bearer
+    value from another host is refused, as is no header."""
+    monkeypatch.setenv("RAGD_METRICS_TOKEN", "")
+    assert load_settings().metrics_token is None
+    for blank in ("", "   "):
+        def app() -> Any:  # (an app's lifespan runs once)
+            return create_app(Settings(**{**settings.model_dump(), "metrics_token": blank}))
+
+        with TestClient(app(), client=("10.1.2.3", 40000)) as c:
+            for headers in ({"Authorization": "Bearer "}, {"Authorization": "Bearer"}, {}):
+                refused = c.get("/metrics", headers=headers)
+                assert refused.status_code == 403, (blank, headers, refused.status_code)
+        with TestClient(app(), client=("127.0.0.1", 40000)) as c:
+            assert c.get("/metrics").status_code == 200
+
+
+def test_metric_labels_stay_bounded_whatever_methods_and_paths_are_sent(settings: Settings) -> None:
+    """Thousands of made-up methods and paths (no key needed: each a 404 or 405) add no series: a method the API
+    does not serve is `other`, a path no route serves `unmatched`."""
+
+    def series() -> set[tuple[tuple[str, str], ...]]:
+        return {ls for (n, ls) in _samples(generate_latest(REGISTRY).decode()) if n == "ragd_http_requests_total"}
+
+    with TestClient(create_app(settings), client=("127.0.0.1", 40000)) as c:
+        for method in ("GET", "PROPFIND", "BREW"):  # every label value the flood below can make, once
+            c.request(method, "/v1/no-such-route")
+            c.request(method, "/healthz")
+        before = series()
+        for n in range(1500):
+            c.request(f"M{n:04d}X", f"/made-up/{n}")
+            c.request("GET", f"/v1/nothing-here-{n}/{uuid.uuid4().hex}")
+            c.request(f"Q{n:04d}", "/healthz")
+        after = series()
+    assert after == before, sorted(after - before)[:5]
+    methods = {dict(ls)["method"] for ls in after}
+    assert "other" in methods and not any(m.startswith(("M", "Q", "PROPFIND", "BREW")) for m in methods)
+    assert ("route", "unmatched") in {kv for ls in after for kv in ls}

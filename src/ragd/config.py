@@ -18,6 +18,12 @@ def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
+def _unset_if_blank(value: Any) -> Any:
+    """An empty (or blank) secret is no secret: `RAGD_METRICS_TOKEN=` must not let every caller in."""
+    secret = value.get_secret_value() if isinstance(value, SecretStr) else value
+    return None if isinstance(secret, str) and not secret.strip() else value
+
+
 # RAGD_ variables that are not settings of this process: the test suite's server, compose's database password
 NOT_SETTINGS = frozenset({"RAGD_TEST_DSN", "RAGD_DB_PASSWORD"})
 
@@ -152,8 +158,8 @@ class Settings(BaseSettings):
     # open mode: host names a request's Host may carry besides loopback's (127.0.0.1, localhost, [::1])
     allowed_hosts: str = ""
     # GET /metrics (Prometheus): served to loopback only, unless this token is set; then to any caller that sends
-    # it (Authorization: Bearer TOKEN), and only to them
-    metrics_token: SecretStr | None = None
+    # it (Authorization: Bearer TOKEN), and only to them. Empty is unset: loopback only
+    metrics_token: Annotated[SecretStr | None, BeforeValidator(_unset_if_blank)] = None
 
     # ingestion jobs (ragd.jobs): files a tenant may have queued or running at once (beyond: 429 / the CLI waits),
     # tries of a file's job on transient failures (a lost database, an embedder's 429/5xx), the first wait

@@ -3,7 +3,8 @@ and status with their latency, answers (answered or abstained) with each stage's
 outcome. What is only known by asking the database (the queue, the workers, the pools, whether it answers) is read
 when /metrics is scraped (ragd.server.metrics).
 
-Labels are route templates, methods, statuses, stages and outcomes: never a path, a document's text or a
+Labels are bounded: route templates (`unmatched` for a path no route serves), methods (`other` for one the API
+does not serve), statuses, stages and outcomes: never a path, a document's text or a
 question. A tenant label is added only with RAGD_METRICS_TENANT_LABELS=true (one series per tenant: mind the
 cardinality); otherwise it is empty, which Prometheus treats as absent.
 
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 REGISTRY = CollectorRegistry(auto_describe=True)
 # seconds: 5 ms to 60 s (a search is tens of ms, an upload or a generated answer may take tens of seconds)
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 STAGES = ("embed", "vector", "lexical", "fuse", "rerank", "generate")
 
 REQUESTS = Counter("ragd_http_requests", "HTTP requests served, by route template, method and status",
@@ -64,6 +66,15 @@ def count_items(tenant: str, statuses: Mapping[str, int]) -> None:
             INGESTED.labels(status, label).inc(n)
 
 
+def method_label(method: str) -> str:
+    """A request's method as a label value: one of the methods HTTP defines for an API, else `other`; a client
+    may name any method it likes, and each would otherwise be a series of its own for as long as the server runs."""
+    method = method.upper()
+    return method if method in METHODS else "other"
+
+
 def count_request(route: str, method: str, status: int, tenant: str | None, seconds: float) -> None:
-    REQUESTS.labels(route, method, str(status), tenant_label(tenant)).inc()
-    REQUEST_SECONDS.labels(route, method).observe(seconds)
+    """A request served: `route` is its route template (or `unmatched`), never its path."""
+    shown = method_label(method)
+    REQUESTS.labels(route, shown, str(status), tenant_label(tenant)).inc()
+    REQUEST_SECONDS.labels(route, shown).observe(seconds)
