@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -123,22 +123,48 @@ def test_without_libreoffice_a_legacy_file_fails_in_one_line(tmp_path: Path, mon
 
 def test_a_conversion_past_its_time_limit_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     legacy = _legacy(_word(tmp_path), "doc", tmp_path)
-    stuck = tmp_path / "bin" / "soffice"  # stands in for a LibreOffice that never finishes
-    stuck.parent.mkdir()
-    pidfile = tmp_path / "pid"
-    stuck.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec {shutil.which('sleep')} 300\n")
-    stuck.chmod(stuck.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", str(stuck.parent))
+    token = f"{uuid.uuid4().int % 10**12:012d}"
+    monkeypatch.setenv("PATH", f"{_stuck_soffice(tmp_path, token)}:{os.environ['PATH']}")
     monkeypatch.setenv("RAGD_CONVERT_TIMEOUT_S", "2")
     started = time.monotonic()
     [failed] = extract_all(legacy)
     assert time.monotonic() - started < 30
     assert isinstance(failed, Exception) and failed.code == "timeout"  # type: ignore[attr-defined]
     assert "RAGD_CONVERT_TIMEOUT_S" in str(failed)
-    pid = int(pidfile.read_text())
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # killed with its process group
+    assert _gone(token, within_s=2), _running(token)  # killed with its process group
+
+
+def _stuck_soffice(folder: Path, token: str) -> Path:
+    """A LibreOffice that never finishes and, as soffice does (oosplash, then soffice.bin), leaves a child of its
+    own running: both carry `token` on their command line."""
+    stuck = folder / "bin" / "soffice"
+    stuck.parent.mkdir(parents=True)
+    sleep = shutil.which("sleep")
+    stuck.write_text(f"#!/bin/sh\n{sleep} 300.{token} &\nexec {sleep} 301.{token}\n", encoding="ascii")
+    stuck.chmod(0o755)
+    return stuck.parent
+
+
+def _running(token: str) -> list[int]:
+    """The processes of this machine whose command line holds `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _gone(token: str, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _running(token):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def test_an_outlook_message_reads_like_an_email(client: ragd.Ragd, name: str, tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ def test_an_empty_metrics_token_is_no_token(settings: Settings, monkeypatch: Any
     monkeypatch.setenv("RAGD_METRICS_TOKEN", "")
     assert load_settings().metrics_token is None
     for blank in ("", "   "):
-        def app() -> Any:  # (an app's lifespan runs once)
+        def app(blank: str = blank) -> Any:  # (an app's lifespan runs once)
             return create_app(Settings(**{**settings.model_dump(), "metrics_token": blank}))
 
         with TestClient(app(), client=("10.1.2.3", 40000)) as c:

@@ -135,6 +135,12 @@ class Settings(BaseSettings):
     pdf_split_pages: int = Field(default=64, ge=2)
     extract_timeout_s: float = Field(default=600.0, gt=0)
     extract_memory_mb: int = Field(default=4096, ge=128)
+    # legacy .doc/.ppt (and RTF with tables) through LibreOffice: each conversion's time and address space, and
+    # whether it runs in network and PID namespaces of its own where the kernel allows it (auto) or never (false).
+    # Read from the environment by ragd.ingest.extract.legacy in whichever process converts.
+    convert_timeout_s: float = Field(default=120.0, ge=1)
+    convert_memory_mb: int = Field(default=2048, ge=1)
+    convert_namespaces: Annotated[Literal["auto", "false"], BeforeValidator(_lower)] = "auto"
     # a page image drawn for a request (GET /v1/documents/{ref}/pages/{n}.png) is rendered in a worker process (when
     # extract_isolation is on), stopped past this time: no original or quote keeps a server thread busy for longer
     render_timeout_s: float = Field(default=20.0, gt=0, le=600)

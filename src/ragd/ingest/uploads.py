@@ -33,10 +33,14 @@ def spool_folder(home: Path) -> Iterator[str]:
 def sweep(home: Path) -> int:
     """Remove what requests of processes that no longer run left under RAGD_HOME/uploads (a server killed during
     an upload); the folders of running processes are left alone. Returns how many were removed."""
+    return sweep_dead(home / "uploads", PREFIX)
+
+
+def sweep_dead(root: Path, prefix: str) -> int:
+    """Remove the folders `<prefix><pid>-*` under root whose process no longer runs. Returns how many."""
     removed = 0
-    root = home / "uploads"
-    for entry in sorted(root.glob(PREFIX + "*")) if root.is_dir() else ():
-        pid = entry.name[len(PREFIX):].split("-", 1)[0]
+    for entry in sorted(root.glob(prefix + "*")) if root.is_dir() else ():
+        pid = entry.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1

@@ -39,6 +39,7 @@ from ..errors import (
 from ..types import ExtractedDocument
 from .bounds import Limits
 from .extract import ExtractOptions
+from .extract.legacy import kill_conversions_of
 
 if TYPE_CHECKING:
     from ..pages import Rendered
@@ -127,6 +128,7 @@ class Worker:
         self._proc.kill()
         self._proc.wait()
         self._conn.close()
+        kill_conversions_of(self._proc.pid)  # a LibreOffice it started, and the tenant's file it was given
 
     def close(self) -> None:
         if self.alive:
@@ -145,6 +147,9 @@ def serve(fd: int) -> None:
     """The worker process: extract each requested file and send back the whole list."""
     conn = Connection(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it stops this process)
+    # stopped (SIGTERM) or orphaned mid-file: leave through the converters' cleanup, not past it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     limits: Limits = conn.recv()
     from .extract.ocr import set_ocr_threads
 
@@ -175,6 +180,14 @@ def serve(fd: int) -> None:
             conn.send(answer)
         except OSError:  # the parent is gone
             return
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Stop this worker once its parent is gone (killed, or stopped without closing its workers): SIGTERM to
+    itself, so a conversion under way is killed and its files removed as on any other exit."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _rendered(*args: Any) -> Any:
