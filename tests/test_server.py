@@ -310,6 +310,26 @@ def test_documents_upload_list_get_delete_and_runs(http: TestClient, world: dict
               404, "document_not_found")
 
 
+def test_long_multibyte_file_names_are_cut_by_bytes_and_lose_no_file(http: TestClient, world: dict[str, Any]) -> None:
+    """A name of 200 characters can be 600 bytes, past the 255 a file name may take: it is cut by bytes on a
+    character boundary, its extension kept, and the other files of the request are stored with it."""
+    a = _auth(world["key_a"])
+    collection = "names-" + uuid.uuid4().hex[:8]
+    long = "Übersicht der Urlaubsregeln " + "日本語の長い名前" * 20 + ".md"
+    assert len(long) < 200 < 255 < len(long.encode("utf-8"))
+    files = [("files", ("good.md", b"# Leave\n\nSpain grants 112 days.\n", "text/markdown")),
+             ("files", (long, b"# Leave\n\nGermany grants 98 days.\n", "text/markdown")),
+             ("files", ("also-good.md", b"# Leave\n\nFrance grants 112 days.\n", "text/markdown"))]
+    response = http.post("/v1/documents", params={"collection": collection}, files=files, headers=a)
+    assert response.status_code == 200, response.text
+    assert response.json()["counts"]["ingested"] == 3
+    ids = sorted(d["external_id"] for d in http.get("/v1/documents", params={"collection": collection},
+                                                     headers=a).json()["documents"])
+    [cut] = [i for i in ids if i not in ("good.md", "also-good.md")]
+    assert cut.endswith(".md") and len(cut.encode("utf-8")) <= 200 and long.startswith(cut[:-3])
+    assert len(cut) > 60  # cut near the limit, not emptied
+
+
 def test_an_upload_over_the_size_limit_is_413(settings: Settings, world: dict[str, Any]) -> None:
     small = ragd.connect(settings=settings.model_copy(update={"max_file_bytes": 1000}))
     try:

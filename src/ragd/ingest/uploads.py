@@ -58,10 +58,19 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+MAX_NAME_BYTES = 200  # of the 255 bytes a file name may take on Linux and macOS file systems
+
+
 def safe_name(filename: str | None, n: int) -> str:
-    """A safe base name for an uploaded file: no directories, no leading dots, at most 200 characters."""
+    """A safe base name for an uploaded file: no directories, no leading dots, at most 200 bytes of UTF-8 (cut on
+    a character boundary, its extension kept: it says how the file is read)."""
     base = os.path.basename((filename or "").replace("\\", "/")).strip().lstrip(".")
-    base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\0")[:200]
+    base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\0")
+    if len(base.encode("utf-8")) > MAX_NAME_BYTES:
+        stem, suffix = os.path.splitext(base)
+        suffix = suffix if len(suffix.encode("utf-8")) <= 16 else ""
+        room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+        base = stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip() + suffix
     return base or f"upload-{n}"
 
 
