@@ -281,8 +281,12 @@ def test_a_server_killed_mid_upload_leaves_nothing_to_clean_and_a_retry_is_idemp
         runs = httpx.get(server["url"] + "/v1/runs?collection=crash", headers=auth, timeout=30).json()["runs"]
         killed = [r for r in runs if r["run_id"] == running[0]["run_id"]]
         assert killed[0]["status"] == "failed" and "interrupted" in killed[0]["error"], killed
-        retried = httpx.post(server["url"] + "/v1/documents?collection=crash", files=files, headers=auth,
-                             timeout=300)
+        for _ in range(30):  # the killed request's key is taken over once its heartbeat is stale (409 until then)
+            retried = httpx.post(server["url"] + "/v1/documents?collection=crash", files=files, headers=auth,
+                                 timeout=300)
+            if retried.status_code != 409:
+                break
+            time.sleep(int(retried.headers["Retry-After"]))
         assert retried.status_code == 200 and "Idempotent-Replayed" not in retried.headers, retried.text
         counts = retried.json()["counts"]
         assert counts["ingested"] + counts["unchanged"] == 400 and counts["unchanged"] > 0 and not counts["failed"]
@@ -293,6 +297,42 @@ def test_a_server_killed_mid_upload_leaves_nothing_to_clean_and_a_retry_is_idemp
         assert other.status_code == 422 and other.json()["error"] == "idempotency_key_reused"
         listed = httpx.get(server["url"] + "/v1/documents?collection=crash&limit=1000", headers=auth, timeout=30)
         assert len(listed.json()["documents"]) == 400
+
+
+def test_concurrent_requests_with_one_idempotency_key_run_once(cli_env: dict[str, str]) -> None:
+    """Requests with the same Idempotency-Key at once: one runs; the others are 409 with Retry-After while it does
+    (or replay it once it is done); a retry after it replays its response. Nothing fails on another's rows."""
+    import threading
+    import uuid
+
+    tenant = "twice-" + uuid.uuid4().hex[:8]
+    env = {**cli_env, "RAGD_RERANKER": "none", "RAGD_RATE_LIMIT_PER_MINUTE": "0"}
+    key = run_cli(["keys", "create", "--tenant", tenant], env).stdout.strip().splitlines()[-1]
+    auth = {"Authorization": f"Bearer {key}", "Idempotency-Key": "same-upload"}
+    files = [("files", (f"n{i:03d}.md", f"# Note {i}\n\n{' '.join(WORDS[(i + j) % len(WORDS)] for j in range(400))}"
+                        "\n".encode(), "text/markdown")) for i in range(150)]
+    responses: list[httpx.Response] = []
+
+    def post(url: str) -> None:
+        responses.append(httpx.post(url + "/v1/documents?collection=twice", files=files, headers=auth, timeout=300))
+
+    with serving(env) as server:
+        senders = [threading.Thread(target=post, args=(server["url"],)) for _ in range(4)]
+        for sender in senders:
+            sender.start()
+            time.sleep(0.05)
+        for sender in senders:
+            sender.join(300)
+        statuses = sorted(r.status_code for r in responses)
+        ran = [r for r in responses if r.status_code == 200 and "Idempotent-Replayed" not in r.headers]
+        assert len(responses) == 4 and set(statuses) <= {200, 409}, [(r.status_code, r.text[:300]) for r in responses]
+        assert len(ran) == 1, statuses  # one ran; the others waited for it or replayed it
+        counts = ran[0].json()["counts"]
+        assert counts["ingested"] + counts["duplicate"] == 150 and not counts["failed"], counts
+        for busy in (r for r in responses if r.status_code == 409):
+            assert busy.json()["error"] == "idempotency_key_in_use" and int(busy.headers["Retry-After"]) >= 1
+        again = httpx.post(server["url"] + "/v1/documents?collection=twice", files=files, headers=auth, timeout=300)
+        assert again.headers["Idempotent-Replayed"] == "true" and again.json() == ran[0].json()
 
 
 WORDS = ("apples pears plums cherries lemons limes melons grapes figs dates olives peaches apricots quinces kiwis "

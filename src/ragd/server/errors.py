@@ -74,6 +74,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "forbidden", "The body names another tenant than the API key's"),
         (404, "not_found", "No such object for this tenant"),
         (413, "file_too_large", "An uploaded file is over RAGD_MAX_FILE_BYTES"),
+        (409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry after "
+                                        "Retry-After seconds, and its response is replayed"),
         (422, "idempotency_key_reused", "The Idempotency-Key was used for another request in the last 24 hours"),
         (429, "rate_limited", "Over the key's requests per minute; see Retry-After"),
         (500, "internal", "An unexpected error (logged with the request id)"),

@@ -58,7 +58,7 @@ class IndexResponse(BaseModel):
 
 
 @router.post("/v1/index", response_model=IndexResponse, tags=["documents"],
-          responses=errs(400, 401, 422, 429, 500, 503))
+          responses=errs(400, 401, 409, 422, 429, 500, 503))
 def index(body: IndexRequest, r: Rag, who: Tenant, idempotency_key: IdempotencyKey = None) -> Any:
     """Seed 002: index a batch; 200 whatever its items hold, each item that could not be indexed listed in
     `failed` (400 only for a body that is not a batch at all).
@@ -66,7 +66,7 @@ def index(body: IndexRequest, r: Rag, who: Tenant, idempotency_key: IdempotencyK
     Documents become searchable batch by batch as they are stored: a client that loses the connection may
     find some stored. Send `Idempotency-Key` to retry safely: the same key with the same body returns the
     first request's response (header `Idempotent-Replayed: true`) or, if it never finished, runs again (what it
-    stored is found unchanged); the same key with another body is 422."""
+    stored is found unchanged); the same key with another body is 422, and while the first still runs, 409."""
     return idempotent(r, who, idempotency_key, lambda: request_hash("index", body.model_dump()),
                        lambda: _index(body, r, who))
 
@@ -103,7 +103,7 @@ def _index(body: IndexRequest, r: Ragd, who: str) -> dict[str, Any]:
 
 
 @router.post("/v1/documents", tags=["documents"], responses={
-    **errs(400, 401, 413, 422, 429, 500, 503),
+    **errs(400, 401, 409, 413, 422, 429, 500, 503),
     202: {"description": "Queued (`wait=false`): the run id, its files; `Location` is the run"}})
 def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None,
            idempotency_key: IdempotencyKey = None,
@@ -124,7 +124,7 @@ def upload(r: Rag, who: Tenant, files: Files, collection: CollectionParam = None
     Documents become searchable batch by batch as they are stored: a client that loses the connection may
     find some stored. Send `Idempotency-Key` to retry safely: the same key with the same files returns the
     first request's response (header `Idempotent-Replayed: true`) or, if it never finished, runs again (what it
-    stored is found unchanged); the same key with other files is 422."""
+    stored is found unchanged); the same key with other files is 422, and while the first still runs, 409."""
     col = r.collection(collection, tenant=who)
     limit = r.settings.max_file_bytes
     with spool_folder(r.settings.home) as folder:

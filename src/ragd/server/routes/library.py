@@ -140,7 +140,7 @@ def library_ask(name: Name, body: LibraryAsk, request: Request, r: Rag, who: Ten
                              media_type="text/event-stream")
 
 
-@router.post("/v1/collections/{name}/ingest", tags=["library"], responses=errs(400, 401, 422, 429, 500, 503))
+@router.post("/v1/collections/{name}/ingest", tags=["library"], responses=errs(400, 401, 409, 422, 429, 500, 503))
 def library_ingest(name: Name, body: LibraryIngest, r: Rag, who: Tenant,
                    idempotency_key: IdempotencyKey = None) -> Any:
     """`Collection.ingest(documents=...)`: the run's report, an outcome per document (a document that fails is

@@ -78,6 +78,7 @@ from .originals import (
     ORIGINAL_SELECT,
 )
 from .records import (
+    BEAT_IDEMPOTENCY_KEY,
     CLAIM_IDEMPOTENCY_KEY,
     FINISH_IDEMPOTENCY_KEY,
     GET_EXECUTION,
@@ -85,6 +86,7 @@ from .records import (
     INSERT_EVALUATION,
     INSERT_EXECUTION,
     LIST_EVALUATIONS,
+    RELEASE_IDEMPOTENCY_KEY,
 )
 from .retrieval import (
     ACTIVE_ORDS,
@@ -180,6 +182,7 @@ __all__ = [
     "BATCH_ACTIVE_WITH_HASH",
     "BATCH_DOCUMENT_STATE",
     "BATCH_KNOWN_VERSIONS",
+    "BEAT_IDEMPOTENCY_KEY",
     "BLOCKS_INDEX_COPIES",
     "BLOCKS_INDEX_FILL",
     "BLOCKS_OF_TERMS",
@@ -262,6 +265,7 @@ __all__ = [
     "REINDEX_BLOCKS",
     "REINDEX_SOURCES",
     "RELATION_PAGES",
+    "RELEASE_IDEMPOTENCY_KEY",
     "RELEASE_LOCK",
     "REPEATABLE_READ",
     "REPLACE_BLOCKS",

@@ -30,13 +30,23 @@ ORDER BY created_at DESC, eval_id LIMIT %(limit)s"""
 # -- idempotency keys ----------------------------------------------------------------------------------
 
 # The key's record, claimed for this request: a new key, or one older than a day, takes this request's hash.
+# a key is taken by this request when new, past its 24 hours, or the same request's whose owner stopped beating
 CLAIM_IDEMPOTENCY_KEY = """
-INSERT INTO idempotency_keys (tenant_id, key, request_hash) VALUES (%(tenant_id)s, %(key)s, %(request_hash)s)
+INSERT INTO idempotency_keys (tenant_id, key, request_hash, owner, heartbeat_at)
+VALUES (%(tenant_id)s, %(key)s, %(request_hash)s, %(owner)s, now())
 ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status_code = NULL,
-    response = NULL, created_at = now()
-    WHERE idempotency_keys.created_at < now() - interval '24 hours'"""
+    response = NULL, created_at = now(), owner = EXCLUDED.owner, heartbeat_at = now()
+    WHERE idempotency_keys.created_at < now() - interval '24 hours'
+       OR (idempotency_keys.status_code IS NULL AND idempotency_keys.request_hash = EXCLUDED.request_hash
+           AND (idempotency_keys.heartbeat_at IS NULL
+                OR idempotency_keys.heartbeat_at < now() - make_interval(secs => %(stale_s)s)))"""
 GET_IDEMPOTENCY_KEY = """
-SELECT request_hash, status_code, response FROM idempotency_keys WHERE key = %(key)s"""
+SELECT request_hash, status_code, response, owner IS NOT DISTINCT FROM %(owner)s::uuid
+FROM idempotency_keys WHERE key = %(key)s"""
+BEAT_IDEMPOTENCY_KEY = """
+UPDATE idempotency_keys SET heartbeat_at = now() WHERE key = %(key)s AND owner = %(owner)s"""
 FINISH_IDEMPOTENCY_KEY = """
-UPDATE idempotency_keys SET status_code = %(status_code)s, response = %(response)s
-WHERE key = %(key)s AND request_hash = %(request_hash)s"""
+UPDATE idempotency_keys SET status_code = %(status_code)s, response = %(response)s, heartbeat_at = NULL
+WHERE key = %(key)s AND owner = %(owner)s"""
+RELEASE_IDEMPOTENCY_KEY = """
+DELETE FROM idempotency_keys WHERE key = %(key)s AND owner = %(owner)s AND status_code IS NULL"""
