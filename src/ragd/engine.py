@@ -511,7 +511,7 @@ def connect(url: str | None = None, *, settings: Settings | None = None, embedde
 
     An http(s) `url` is a `ragd serve` server: the client (ragd.remote.RemoteRagd) has the same face over its
     REST API, the tenant that of `api_key` (else RAGD_API_KEY); `remote` are its options (timeout_s, retries,
-    backoff_s, max_wait_s, collection)."""
+    backoff_s, max_wait_s, max_response_bytes, collection)."""
     if url is not None and url.startswith(("http://", "https://")):
         from .remote import RemoteRagd
 

@@ -228,3 +228,19 @@ class ServerUnavailable(RagdError):
 
     code = "server_unavailable"
     exit_code = 3
+
+
+class UnexpectedResponse(RagdError):
+    """A remote server answered with what ragd's API never sends (not JSON, a body of another shape, a redirect,
+    more than the client's size cap): the URL is likely not a ragd server's, or something between rewrites it."""
+
+    code = "unexpected_response"
+    exit_code = 3
+
+
+class RequestInProgress(RetryLater):
+    """A request with the same Idempotency-Key is still running on the server; retried, its response is replayed."""
+
+    code = "idempotency_key_in_use"
+    exit_code = 3
+    default_retry_after_s = 1

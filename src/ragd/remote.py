@@ -4,9 +4,15 @@ result types (`Candidate`, `Answer`, `IngestReport`) and errors.
 
 A 404 raises the library's `NotFound` (`CollectionNotFound`, `DocumentNotFound`, `RunNotFound`), a 429 raises
 `RateLimited` (or `QueueFull`) with the server's `retry_after_s`, a 401 `Unauthorized`. A 503 (the server's
-database busy or unreachable) and a connection that fails (a server restarting) are retried `retries` times, the
-waits doubling from `backoff_s` (or the server's Retry-After, up to `max_wait_s`); then `Busy`,
-`DatabaseUnavailable` or `ServerUnavailable`. Writes carry an Idempotency-Key, so a retried upload is stored once.
+database busy or unreachable), a 409 of an upload whose Idempotency-Key is still running, and a connection that
+fails (a server restarting) are retried `retries` times, the waits doubling from `backoff_s` (or the server's
+Retry-After, up to `max_wait_s`); then `Busy`, `DatabaseUnavailable`, `RequestInProgress` or
+`ServerUnavailable`. Writes carry an Idempotency-Key, so a retried upload is stored once.
+
+Every call ends within its deadline: `timeout_s` (120 s; an ingest's own, 3600 s) bounds the whole call, its
+tries, waits and reading included, so a silent or trickling server costs at most that. A response over
+`max_response_bytes` (1 GiB) is refused, and one that is not ragd's (not JSON, another shape, a redirect) raises
+`UnexpectedResponse` naming the URL and status. A key sent over plain http to another host warns.
 
 Rows (documents, runs, chunks) come back as the library gives them: ids as `uuid.UUID`, times as `datetime`."""
 
@@ -17,11 +23,12 @@ import json
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import quote, unquote
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
@@ -36,15 +43,25 @@ from .errors import (
     NotFound,
     RagdError,
     RateLimited,
+    RequestInProgress,
     RetryLater,
     ServerUnavailable,
     Unauthorized,
+    UnexpectedResponse,
 )
 from .ingest.walk import expand_paths
 from .store.originals import Original
 from .types import Answer, AnswerStream, Candidate, Filters, IngestReport, Plan
 
 RETRIED = (503,)
+MAX_RESPONSE_BYTES = 1 << 30  # an original file may be up to the server's RAGD_MAX_FILE_BYTES (200 MB by default)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+T = TypeVar("T")
+
+
+def _identity(value: Any) -> Any:
+    return value
+
 _IDS = frozenset({"doc_id", "doc_version_id", "chunk_id", "run_id", "collection_id", "query_id",
                   "active_version_id", "id"})
 
@@ -66,20 +83,21 @@ BY_STATUS: dict[int, type[RagdError]] = {400: InvalidRequest, 401: Unauthorized,
                                          502: LLMUnavailable, 503: Busy}
 
 
-def _retry_after(response: httpx.Response, default: int) -> int:
+def _retry_after(response: Response, default: int) -> int:
     try:
         return max(0, int(response.headers.get("Retry-After", default)))
     except ValueError:
         return default
 
 
-def error_of(response: httpx.Response) -> RagdError:
-    """The library error a REST error response stands for, with the server's one-line message."""
+def error_of(response: Response) -> RagdError:
+    """The library error a REST error response (its body read) stands for, with the server's one-line message."""
+    text = response.content.decode("utf-8", "replace")
     try:
-        body = response.json()
+        body = json.loads(text)
         code, message = str(body["error"]), str(body["message"])
     except (ValueError, KeyError, TypeError):
-        code, message = "", response.text.strip().splitlines()[0][:300] if response.text.strip() else ""
+        code, message = "", text.strip().splitlines()[0][:300] if text.strip() else ""
     status = response.status_code
     if status == 500 or not message:
         rid = response.headers.get("X-Request-ID", "?")
@@ -114,58 +132,120 @@ def revive(value: Any, key: str = "") -> Any:
 
 
 class Http:
-    """One server: requests with the key, the retries of 503s and failed connections, errors as the library's."""
+    """One server: requests with the key, the retries of 503s, 409s of a running Idempotency-Key and failed
+    connections, errors as the library's; every call within its deadline and every body within the size cap."""
 
     def __init__(self, url: str, api_key: str | None, *, timeout_s: float, retries: int, backoff_s: float,
-                 max_wait_s: float, transport: httpx.BaseTransport | None = None):
+                 max_wait_s: float, max_response_bytes: int, transport: httpx.BaseTransport | None = None):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url.rstrip("/")
+        self.timeout_s, self.max_response_bytes = timeout_s, max_response_bytes
         self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s, transport=transport)
 
     def close(self) -> None:
         self.client.close()
 
-    def _wait(self, attempt: int, advised: float | None = None) -> None:
-        doubled = self.backoff_s * 2 ** attempt
-        time.sleep(min(self.max_wait_s, max(doubled, advised or 0.0)))
+    def _wait(self, attempt: int, deadline: float, advised: float | None = None) -> bool:
+        """Sleep before the next try; False when that try could not start before the call's deadline."""
+        wait = min(self.max_wait_s, max(self.backoff_s * 2 ** attempt, advised or 0.0))
+        if time.monotonic() + wait >= deadline:
+            return False
+        time.sleep(wait)
+        return True
 
     @contextlib.contextmanager
     def open(self, method: str, path: str, *, files: Callable[[], Any] | None = None,
-             timeout_s: float | None = None, **kwargs: Any) -> Iterator[httpx.Response]:
-        """The response of a request (retried as the module says), its body still to be read; raises the library
-        error of an error response."""
+             timeout_s: float | None = None, **kwargs: Any) -> Iterator[Response]:
+        """The response of a request (retried as the module says), its body still to be read within the call's
+        deadline (`timeout_s`, else the client's: the whole call, retries and reading included); raises the
+        library error of an error response."""
+        budget = timeout_s if timeout_s is not None else self.timeout_s
+        deadline = time.monotonic() + budget
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
             with contextlib.ExitStack() as stack:
-                sent = {**kwargs, **({"files": stack.enter_context(_opened(files))} if files else {})}
-                if timeout_s is not None:
-                    sent["timeout"] = timeout_s
+                sent = {**kwargs, **({"files": stack.enter_context(_opened(files))} if files else {}),
+                        "timeout": httpx.Timeout(min(budget, left))}
                 try:
-                    response = stack.enter_context(self.client.stream(method, path, **sent))
+                    raw = stack.enter_context(self.client.stream(method, path, **sent))
                 except httpx.TransportError as exc:
-                    if last:
+                    if last or not self._wait(attempt, deadline):
                         raise ServerUnavailable(f"the ragd server at {self.url} cannot be reached "
                                                 f"({type(exc).__name__}: {exc or 'no answer'}) after "
-                                                f"{self.retries + 1} tries; is `ragd serve` running there?") from None
-                    self._wait(attempt)
+                                                f"{attempt + 1} tries in {budget:g} s; is `ragd serve` running "
+                                                "there?") from None
                     continue
-                if response.status_code in RETRIED and not last:
+                response = Response(raw, self, deadline, budget)
+                if raw.status_code in RETRIED or raw.status_code == 409:
                     response.read()
-                    self._wait(attempt, _retry_after(response, 0))
-                    continue
-                if response.status_code >= 400:
+                    error = error_of(response)
+                    retried = raw.status_code in RETRIED or isinstance(error, RequestInProgress)
+                    if retried and not last and self._wait(attempt, deadline, _retry_after(response, 0)):
+                        continue
+                    raise error
+                if raw.status_code >= 400:
                     response.read()
                     raise error_of(response)
+                if raw.status_code >= 300:
+                    raise UnexpectedResponse(f"{self.url}{path} answered HTTP {raw.status_code} (a redirect to "
+                                             f"{raw.headers.get('Location', '?')!r}), not ragd's API: give the "
+                                             "client the server's final URL")
                 yield response
                 return
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise ServerUnavailable(f"the ragd server at {self.url} did not answer {method} {path} within {budget:g} s "
+                                "(the call's timeout_s, retries included)")
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        """The JSON body of a request's response."""
+    def call(self, method: str, path: str, parse: Callable[[Any], T] = _identity, **kwargs: Any) -> T:
+        """`parse` of the JSON body of a request's response; a body ragd's API never sends (not JSON, another
+        shape) raises UnexpectedResponse naming the URL and status."""
         with self.open(method, path, **kwargs) as response:
-            response.read()
-            return response.json()
+            data = response.read()
+            try:
+                return parse(json.loads(data))
+            except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+                raise UnexpectedResponse(f"{self.url}{path} answered HTTP {response.status_code} with a body ragd's "
+                                         f"API never sends ({type(exc).__name__}: {str(exc)[:100]}); is it a ragd "
+                                         "server?") from None
+
+
+class Response:
+    """A streamed response whose body is read within the call's deadline and the client's size cap."""
+
+    def __init__(self, raw: httpx.Response, http: Http, deadline: float, budget: float):
+        self.raw, self.http, self.deadline, self.budget = raw, http, deadline, budget
+        self.status_code, self.headers = raw.status_code, raw.headers
+        self.content = b""
+
+    def _checked(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        size = 0
+        for piece in pieces:
+            size += len(piece)
+            if size > self.http.max_response_bytes:
+                raise UnexpectedResponse(f"the response of {self.raw.request.url} is over the client's "
+                                         f"max_response_bytes ({self.http.max_response_bytes}); raise it if this "
+                                         "is expected")
+            if time.monotonic() > self.deadline:
+                raise ServerUnavailable(f"the ragd server at {self.http.url} did not finish its response within "
+                                        f"{self.budget:g} s (the call's timeout_s)")
+            yield piece
+
+    def read(self) -> bytes:
+        self.content = b"".join(self._checked(self.raw.iter_bytes()))
+        return self.content
+
+    def iter_lines(self) -> Iterator[str]:
+        pending = b""
+        for piece in self._checked(self.raw.iter_bytes()):
+            pending += piece
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line.rstrip(b"\r").decode("utf-8", "replace")
+        if pending:
+            yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
 @contextlib.contextmanager
@@ -182,12 +262,16 @@ class RemoteRagd:
 
     def __init__(self, url: str, api_key: str | None = None, *, collection: str | None = None,
                  timeout_s: float = 120.0, retries: int = 4, backoff_s: float = 0.5, max_wait_s: float = 8.0,
-                 transport: httpx.BaseTransport | None = None):
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, transport: httpx.BaseTransport | None = None):
         if not url.startswith(("http://", "https://")):
             raise InvalidRequest(f"{url!r} is not an http(s) URL of a ragd server")
-        self.http = Http(url, api_key if api_key is not None else os.environ.get("RAGD_API_KEY"),
-                         timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, max_wait_s=max_wait_s,
-                         transport=transport)
+        key = api_key if api_key is not None else os.environ.get("RAGD_API_KEY")
+        host = urlsplit(url).hostname or ""
+        if key and url.startswith("http://") and host not in LOOPBACK_HOSTS and not host.startswith("127."):
+            warnings.warn(f"ragd.connect({url!r}): the API key is sent in clear text over plain http to a host "
+                          "that is not this machine; use https", UserWarning, stacklevel=3)
+        self.http = Http(url, key, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, max_wait_s=max_wait_s,
+                         max_response_bytes=max_response_bytes, transport=transport)
         self.default_collection = collection or os.environ.get("RAGD_COLLECTION") or "default"
 
     @property
@@ -213,15 +297,15 @@ class RemoteRagd:
 
     def collections(self) -> list[dict[str, Any]]:
         """The key's tenant's collections with their pinned model and sizes."""
-        return revive(self.http.call("GET", "/v1/collections")["collections"])  # type: ignore[no-any-return]
+        return self.http.call("GET", "/v1/collections", lambda b: revive(b["collections"]))
 
     def run(self, run_id: str | uuid.UUID) -> dict[str, Any]:
         """One ingestion run with every item."""
-        return revive(self.http.call("GET", f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
+        return self.http.call("GET", f"/v1/runs/{_segment(run_id)}", _row)
 
     def execution(self, ref: str | uuid.UUID) -> dict[str, Any]:
         """An answer's reproducibility record."""
-        return revive(self.http.call("GET", f"/v1/executions/{ref}"))  # type: ignore[no-any-return]
+        return self.http.call("GET", f"/v1/executions/{_segment(ref)}", _row)
 
 
 class RemoteRun:
@@ -259,6 +343,10 @@ class RemoteCollection:
     def http(self) -> Http:
         return self.client.http
 
+    @property
+    def _path(self) -> str:
+        return f"/v1/collections/{_segment(self.name)}"
+
     def _params(self, **extra: Any) -> dict[str, Any]:
         return {"collection": self.name, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -283,9 +371,8 @@ class RemoteCollection:
             body = {"documents": [dict(d) for d in documents], "tags": list(tags),
                     "metadata": dict(metadata) if metadata else None, "duplicates": duplicates,
                     "near_duplicates": near_duplicates}
-            found = self.http.call("POST", f"/v1/collections/{self.name}/ingest", json=body, timeout_s=timeout_s,
-                                   headers={"Idempotency-Key": str(uuid.uuid4())})
-            return IngestReport.from_dict(found)
+            return self.http.call("POST", f"{self._path}/ingest", IngestReport.from_dict, json=body,
+                                  timeout_s=timeout_s, headers={"Idempotency-Key": str(uuid.uuid4())})
         if metadata:
             raise InvalidRequest("metadata for every file is not sent over REST: give it per document as text, "
                                  "or ingest on the server")
@@ -294,10 +381,11 @@ class RemoteCollection:
             raise InvalidRequest("no files to upload")
         params = self._params(wait=str(wait).lower(), duplicates=duplicates)
         params["tag"] = list(tags)
-        found = self.http.call("POST", "/v1/documents", params=params, timeout_s=timeout_s,
-                               files=lambda: [("files", name, path) for name, path in files],
-                               headers={"Idempotency-Key": str(uuid.uuid4())})
-        return IngestReport.from_dict(found) if wait else RemoteRun(self.client, found)
+        parse: Callable[[Any], IngestReport | RemoteRun] = IngestReport.from_dict if wait else \
+            (lambda b: RemoteRun(self.client, b))
+        return self.http.call("POST", "/v1/documents", parse, params=params, timeout_s=timeout_s,
+                              files=lambda: [("files", name, path) for name, path in files],
+                              headers={"Idempotency-Key": str(uuid.uuid4())})
 
     # -- search and ask -----------------------------------------------------------------------
 
@@ -305,14 +393,14 @@ class RemoteCollection:
                **plan: Any) -> list[Candidate]:
         """`Collection.search` on the server: candidates with every score, best first."""
         body = {"query": query, "k": k, "filters": _filters(filters), **plan}
-        found = self.http.call("POST", f"/v1/collections/{self.name}/search", json=body)
-        return [Candidate.from_dict(c) for c in found["results"]]
+        return self.http.call("POST", f"{self._path}/search", lambda b: [Candidate.from_dict(c) for c in b["results"]],
+                              json=body)
 
     def ask(self, question: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
             rerank: bool | None = None, debug: bool = False) -> Answer:
         """`Collection.ask` on the server: the answer with citations, or the abstention."""
         body = {"question": question, "k": k, "filters": _filters(filters), "rerank": rerank, "debug": debug}
-        return Answer.from_json(self.http.call("POST", f"/v1/collections/{self.name}/ask", json=body))
+        return self.http.call("POST", f"{self._path}/ask", Answer.from_json, json=body)
 
     def ask_stream(self, question: str, k: int = 12, filters: Mapping[str, Any] | Filters | None = None, *,
                    rerank: bool | None = None) -> AnswerStream:
@@ -321,7 +409,7 @@ class RemoteCollection:
         done: dict[str, Any] = {}
 
         def pieces() -> Iterator[str]:
-            with self.http.open("POST", f"/v1/collections/{self.name}/ask", json=body) as response:
+            with self.http.open("POST", f"{self._path}/ask", json=body) as response:
                 for event, data in _events(response.iter_lines()):
                     if event == "token":
                         yield data["text"]
@@ -343,20 +431,17 @@ class RemoteCollection:
 
     def documents_page(self, limit: int = 100, offset: int = 0, *, find: str | None = None, tag: str | None = None,
                        source_type: str | None = None) -> tuple[list[dict[str, Any]], int]:
-        found = self.http.call("GET", "/v1/documents", params=self._params(limit=limit, offset=offset, q=find,
-                                                                           tag=tag, type=source_type))
-        return revive(found["documents"]), int(found["total"])
+        return self.http.call("GET", "/v1/documents", lambda b: (revive(b["documents"]), int(b["total"])),
+                              params=self._params(limit=limit, offset=offset, q=find, tag=tag, type=source_type))
 
     def document(self, ref: str) -> dict[str, Any]:
-        return revive(self.http.call("GET", _document_path(ref), params=self._params()))  # type: ignore[no-any-return]
+        return self.http.call("GET", _document_path(ref), _row, params=self._params())
 
     def chunk(self, chunk_id: str | uuid.UUID) -> dict[str, Any]:
-        return revive(self.http.call("GET", f"/v1/chunks/{chunk_id}",  # type: ignore[no-any-return]
-                                     params=self._params()))
+        return self.http.call("GET", f"/v1/chunks/{_segment(chunk_id)}", _row, params=self._params())
 
     def blocks(self, ref: str, version: str | None = None) -> dict[str, Any]:
-        return revive(self.http.call("GET", _document_path(ref, "/blocks"),  # type: ignore[no-any-return]
-                                     params=self._params(version=version)))
+        return self.http.call("GET", _document_path(ref, "/blocks"), _row, params=self._params(version=version))
 
     def original(self, ref: str, version: str | None = None) -> Original:
         with self.http.open("GET", _document_path(ref, "/source"), params=self._params(version=version)) as got:
@@ -366,10 +451,10 @@ class RemoteCollection:
             return Original(got.headers.get("ETag", "").strip('"'), name, media_type, data)
 
     def delete(self, ref: str) -> uuid.UUID:
-        return uuid.UUID(self.http.call("DELETE", _document_path(ref), params=self._params())["deleted"])
+        return self.http.call("DELETE", _document_path(ref), lambda b: uuid.UUID(b["deleted"]), params=self._params())
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        return revive(self.http.call("GET", "/v1/runs", params=self._params(limit=limit))["runs"])  # type: ignore[no-any-return]
+        return self.http.call("GET", "/v1/runs", lambda b: revive(b["runs"]), params=self._params(limit=limit))
 
     def run(self, run_id: str | uuid.UUID) -> dict[str, Any]:
         return self.client.run(run_id)
@@ -383,6 +468,18 @@ def _filters(filters: Mapping[str, Any] | Filters | None) -> dict[str, Any] | No
 
 def _document_path(ref: str, tail: str = "") -> str:
     return f"/v1/documents/{quote(str(ref), safe='/')}{tail}"
+
+
+def _segment(value: object) -> str:
+    """A value as one segment of a URL's path: `/`, `..`, `?` and `#` escaped."""
+    text = quote(str(value), safe="")
+    return text.replace(".", "%2E") if text in (".", "..") else text
+
+
+def _row(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise TypeError(f"a row is an object, not {type(body).__name__}")
+    return revive(body)  # type: ignore[no-any-return]
 
 
 def _disposition_name(header: str) -> str | None:
