@@ -27,13 +27,12 @@ def compound_file(streams: dict[tuple[str, ...], bytes]) -> bytes:
         entries.append({"name": path[-1], "type": 2 if path in streams else 1, "path": path,
                         "data": streams.get(path, b"")})
     index = {e["path"]: n for n, e in enumerate(entries)}
-    for entry in entries:  # children of a storage: one chain of right siblings, in the order CFB compares names
-        kids = sorted((e for e in entries if len(e["path"]) == len(entry["path"]) + 1  # type: ignore[arg-type]
-                       and e["path"][:-1] == entry["path"]),  # type: ignore[index]
-                      key=lambda e: (len(str(e["name"])), str(e["name"]).upper()))
-        entry["child"] = index[kids[0]["path"]] if kids else NOSTREAM
-        for a, b in zip(kids, kids[1:]):
-            a["right"] = index[b["path"]]
+    children: dict[object, list[dict[str, object]]] = {}
+    for entry in entries[1:]:
+        children.setdefault(entry["path"][:-1], []).append(entry)  # type: ignore[index]
+    for entry in entries:  # children of a storage: a balanced tree, in the order CFB compares names
+        kids = sorted(children.get(entry["path"], []), key=lambda e: (len(str(e["name"])), str(e["name"]).upper()))
+        entry["child"] = _balanced(kids, index)
     mini = bytearray()
     mini_fat: list[int] = []
     big: list[tuple[dict[str, object], bytes]] = []
@@ -88,12 +87,23 @@ def compound_file(streams: dict[tuple[str, ...], bytes]) -> bytes:
     return header.ljust(SECTOR, b"\0") + bytes(body)
 
 
+def _balanced(kids: list[dict[str, object]], index: dict[object, int]) -> int:
+    """The root of a balanced tree of these siblings (in CFB's order), as Outlook writes large storages: each
+    entry's left and right set; NOSTREAM when there are none."""
+    if not kids:
+        return NOSTREAM
+    middle = len(kids) // 2
+    kids[middle]["left"] = _balanced(kids[:middle], index)
+    kids[middle]["right"] = _balanced(kids[middle + 1:], index)
+    return index[kids[middle]["path"]]
+
+
 def _entry(e: dict[str, object]) -> bytes:
     name = str(e["name"]).encode("utf-16-le") + b"\0\0"
     data = e.get("data", b"")
     assert isinstance(data, bytes)
     return struct.pack("<64sHBBIII16sIQQIQ", name, len(name), int(e["type"]), 1,  # type: ignore[call-overload]
-                       NOSTREAM, e.get("right", NOSTREAM), e.get("child", NOSTREAM), b"\0" * 16, 0, 0, 0,
+                       e.get("left", NOSTREAM), e.get("right", NOSTREAM), e.get("child", NOSTREAM), b"\0" * 16, 0, 0, 0,
                        e.get("start", END), len(data))
 
 

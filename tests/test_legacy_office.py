@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import docx
 import pytest
@@ -199,3 +201,64 @@ def test_an_outlook_message_reads_like_an_email(client: ragd.Ragd, name: str, tm
     assert [i.error_code for i in report.failed] == ["corrupt_document"]
     hits = client.collection(name).search("economy flights below six hours", k=1)
     assert hits[0].external_id is not None and hits[0].external_id.endswith("caps.txt")
+
+
+def _msg(subject: str, **kwargs: Any) -> bytes:
+    return outlook_message(subject=subject, sender="Ana", sender_email="ana@example.com",
+                           to=(("Bo", "bo@example.com"),), sent=datetime(2024, 3, 5, tzinfo=UTC),
+                           body=f"{subject} body text.", **kwargs)
+
+
+def test_outlook_files_attached_as_files_are_bounded_by_depth_and_count(tmp_path: Path) -> None:
+    """.msg files attached as files (not as messages) count toward the depth limit, and every attachment of one
+    file toward one budget: a chain 50 deep, and one doubling at each level, stay small, with one line saying so."""
+    chain = _msg("level 0")
+    for level in range(1, 50):
+        chain = _msg(f"level {level}", attachments=((f"level{level - 1}.msg", "application/vnd.ms-outlook", chain),))
+    (tmp_path / "chain.msg").write_bytes(chain)
+    found = extract_all(tmp_path / "chain.msg")
+    documents = [d for d in found if isinstance(d, ExtractedDocument)]
+    assert len(documents) == 3 and any("nested more than 3" in str(e) for e in found if isinstance(e, Exception))
+    doubling = _msg("leaf", attachments=tuple((f"n{i}.txt", "text/plain", b"note %d" % i) for i in range(300)))
+    for level in range(2):
+        doubling = _msg(f"double {level}", attachments=(("a.msg", "application/vnd.ms-outlook", doubling),
+                                                        ("b.msg", "application/vnd.ms-outlook", doubling)))
+    (tmp_path / "doubling.msg").write_bytes(doubling)
+    found = extract_all(tmp_path / "doubling.msg")
+    refusals = [e for e in found if isinstance(e, Exception) and "more than 1000 attachments" in str(e)]
+    assert len(refusals) == 1 and len(found) <= 1000 + 2
+
+
+def test_a_bad_field_of_an_outlook_message_is_dropped_and_the_message_kept(tmp_path: Path) -> None:
+    sent = datetime(2024, 3, 5, tzinfo=UTC)
+    data = _msg("Odd fields", attachments=(("evil\r\nname.txt", "text/plain\r\nX-Evil: 1", b"attached words"),))
+    stamp = struct.pack("<Q", int((sent - datetime(1601, 1, 1, tzinfo=UTC)).total_seconds() * 10_000_000))
+    assert stamp in data
+    (tmp_path / "odd.msg").write_bytes(data.replace(stamp, b"\xff" * 8))  # a date past the year 9999
+    message, attachment = extract_all(tmp_path / "odd.msg")
+    assert isinstance(message, ExtractedDocument) and message.title == "Odd fields" and "date" not in message.metadata
+    assert isinstance(attachment, ExtractedDocument) and "attached words" in attachment.blocks[0].text
+    assert "X-Evil" not in str(message.metadata)
+
+
+def test_many_recipients_are_named_up_to_a_bound(tmp_path: Path) -> None:
+    many = outlook_message(subject="All hands", sender="Ana", sender_email="ana@example.com",
+                           to=tuple((f"P{i}", f"p{i}@example.com") for i in range(3000)),
+                           sent=datetime(2024, 3, 5, tzinfo=UTC), body="Everyone is invited.")
+    (tmp_path / "many.msg").write_bytes(many)
+    [message] = extract_all(tmp_path / "many.msg")
+    assert isinstance(message, ExtractedDocument)
+    assert "P499 <p499@example.com>" in message.metadata["to"] and "P500 " not in message.metadata["to"]
+
+
+def test_a_stream_declaring_more_than_the_file_holds_is_refused(tmp_path: Path) -> None:
+    data = bytearray(_msg("Swollen"))
+    name = "__substg1.0_1000001F".encode("utf-16-le")
+    at = data.index(name)
+    data[at + 120:at + 128] = struct.pack("<Q", 4 << 30)  # the body stream's size: 4 GB, in a file of kilobytes
+    (tmp_path / "swollen.msg").write_bytes(bytes(data))
+    [found] = extract_all(tmp_path / "swollen.msg")  # (nothing grows to the declared size on the way)
+    if isinstance(found, Exception):
+        assert found.code == "corrupt_document" and "\n" not in str(found)  # type: ignore[attr-defined]
+    else:  # the rest of the message kept, the swollen body not read
+        assert found.title == "Swollen" and "body text" not in " ".join(b.text for b in found.blocks)

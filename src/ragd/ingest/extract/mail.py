@@ -17,14 +17,44 @@ from .html import html_blocks
 from .text import text_blocks
 
 HEADERS = ("subject", "from", "to", "cc", "date", "message-id", "in-reply-to")
-MAX_DEPTH = 3  # an email attached to an email attached to an email: deeper ones are not opened
+MAX_DEPTH = 3  # an email (or .msg) attached to an email attached to an email: deeper ones are not opened
+MAX_ATTACHMENTS = 1000  # attachments read from one file, at every depth together
+
+
+class Budget:
+    """The attachments one file may still have read, shared by every message nested in it (.eml and .msg alike):
+    a message attached twice to itself, level after level, doubles with each level."""
+
+    def __init__(self, left: int = MAX_ATTACHMENTS):
+        self.left = left
+        self.said = False
+
+    def take(self) -> bool:
+        """One more attachment, if the file may have it."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+    def refusal(self, name: str) -> Exception | None:
+        """The one error that says the rest were not read (once per file)."""
+        if self.said:
+            return None
+        self.said = True
+        return UnsupportedFormat(f"{name}: more than {MAX_ATTACHMENTS} attachments (nested ones counted); the rest "
+                                 "are not read")
 
 
 class EmailExtractor:
     source_type = "email"
 
-    def __init__(self, depth: int = 0):
+    def __init__(self, depth: int = 0, budget: Budget | None = None):
         self.depth = depth
+        self.budget = budget
+
+    def nested(self, depth: int, budget: Budget) -> EmailExtractor:
+        """This extractor for a message `depth` levels down in a file, sharing the file's budget."""
+        return EmailExtractor(depth, budget)
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
         try:
@@ -56,11 +86,17 @@ class EmailExtractor:
         if not blocks and subject:
             blocks = [Block("paragraph", subject)]
         yield from single_document(source, "email", subject, blocks, metadata=metadata)
+        budget = self.budget or Budget()
         for number, part in enumerate(attachments, start=1):
-            yield from self._attachment(source, options, number, part)
+            if not budget.take():
+                refusal = budget.refusal(source.path.name)
+                if refusal is not None:
+                    yield refusal
+                return
+            yield from self._attachment(source, options, number, part, budget)
 
-    def _attachment(self, source: Source, options: ExtractOptions, number: int,
-                    part: EmailMessage) -> Iterator[ExtractedDocument | Exception]:
+    def _attachment(self, source: Source, options: ExtractOptions, number: int, part: EmailMessage,
+                    budget: Budget) -> Iterator[ExtractedDocument | Exception]:
         from ..detect import detect
 
         name = PurePosixPath((part.get_filename() or f"attachment-{number}").replace("\\", "/")).name
@@ -81,11 +117,11 @@ class EmailExtractor:
         except IngestError as exc:
             yield type(exc)(f"{where}: {exc}")
             return
-        if kind == "email":
+        if kind in ("email", "msg"):  # a message, attached as a message or as a file
             if self.depth + 1 >= MAX_DEPTH:
                 yield UnsupportedFormat(f"{where}: emails nested more than {MAX_DEPTH} deep are not opened")
                 return
-            extractor: Any = EmailExtractor(self.depth + 1)
+            extractor: Any = EXTRACTORS[kind].nested(self.depth + 1, budget)  # type: ignore[attr-defined]
         else:
             extractor = EXTRACTORS[kind]
         for doc in extractor.extract(child, options):
