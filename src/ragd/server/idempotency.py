@@ -83,7 +83,6 @@ def idempotent(r: Ragd, who: str, key: str | None, request_hash: Callable[[], st
     try:
         response = jsonable(run())
     except BaseException:
-        stop.set()
         with contextlib.suppress(Exception), r.store.tenant(who) as conn:  # free for a retry to run again
             conn.execute(queries.RELEASE_IDEMPOTENCY_KEY, params)
         raise

@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ...config import Settings
 from ...errors import CorruptDocument, EncryptedDocument, ExtractionTimeout, FileTooLarge, UnsupportedFormat
 from ...types import ExtractedDocument
 from ..uploads import sweep_dead
@@ -83,13 +84,16 @@ def soffice() -> str | None:
 
 
 def _limits() -> tuple[float, int]:
-    def number(name: str, default: float) -> float:
+    """RAGD_CONVERT_TIMEOUT_S and RAGD_CONVERT_MEMORY_MB (bytes), read in whichever process converts; their
+    defaults are the settings' own."""
+    def number(field: str) -> float:
+        default = float(Settings.model_fields[field].default)
         try:
-            return max(1.0, float(os.environ.get(name, default)))
+            return max(1.0, float(os.environ.get(f"RAGD_{field.upper()}", default)))
         except ValueError:
             return default
 
-    return number("RAGD_CONVERT_TIMEOUT_S", 120.0), int(number("RAGD_CONVERT_MEMORY_MB", 2048.0)) << 20
+    return number("convert_timeout_s"), int(number("convert_memory_mb")) << 20
 
 
 def namespaces() -> tuple[str, ...]:
