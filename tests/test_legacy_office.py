@@ -262,3 +262,54 @@ def test_a_stream_declaring_more_than_the_file_holds_is_refused(tmp_path: Path) 
         assert found.code == "corrupt_document" and "\n" not in str(found)  # type: ignore[attr-defined]
     else:  # the rest of the message kept, the swollen body not read
         assert found.title == "Swollen" and "body text" not in " ".join(b.text for b in found.blocks)
+
+
+def _field(paragraph: Any, code: str, result: str, simple: bool = False) -> None:
+    """A field in a python-docx paragraph: its code and the result its program last wrote."""
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    if simple:
+        paragraph._p.append(parse_xml(f'<w:fldSimple {w} w:instr="{code}"><w:r><w:t xml:space="preserve">{result}'
+                                      "</w:t></w:r></w:fldSimple>"))
+        return
+    for run in (f'<w:r {w}><w:fldChar w:fldCharType="begin"/></w:r>',
+                f'<w:r {w}><w:instrText xml:space="preserve">{code}</w:instrText></w:r>',
+                f'<w:r {w}><w:fldChar w:fldCharType="separate"/></w:r>',
+                f'<w:r {w}><w:t xml:space="preserve">{result}</w:t></w:r>',
+                f'<w:r {w}><w:fldChar w:fldCharType="end"/></w:r>'):
+        paragraph._p.append(parse_xml(run))
+
+
+def test_fields_error_results_are_left_out_and_their_values_kept(tmp_path: Path) -> None:
+    """A field's result is the text its program wrote last: a value (kept) or the error it wrote in its place
+    (Word's own, in the language it ran in), which is no content of the document."""
+    document = docx.Document()
+    for code, result, simple in ((" = 1 + ", "!Unerwartetes Ende des Ausdrucks", False),
+                                 (" REF _Ref1 ", "Error! Reference source not found.", False),
+                                 (" REF _Ref2 ", "Fehler! Verweisquelle konnte nicht gefunden werden.", True),
+                                 (" = 40 * 3 ", "120", False), (" DATE ", "5 March 2024", True)):
+        paragraph = document.add_paragraph("Total: ")
+        _field(paragraph, code, result, simple)
+        paragraph.add_run(" days.")
+    path = tmp_path / "fields.docx"
+    document.save(str(path))
+    [doc] = extract_all(path)
+    assert isinstance(doc, ExtractedDocument)
+    assert [b.text for b in doc.blocks] == ["Total: days.", "Total: days.", "Total: days.", "Total: 120 days.",
+                                            "Total: 5 March 2024 days."]
+
+
+def test_an_rtf_whose_conversion_fails_is_read_as_text_and_says_so(client: ragd.Ragd, name: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    token = f"{uuid.uuid4().int % 10**12:012d}"
+    monkeypatch.setenv("PATH", f"{_stuck_soffice(tmp_path, token)}:{os.environ['PATH']}")
+    monkeypatch.setenv("RAGD_CONVERT_TIMEOUT_S", "2")
+    rtf = tmp_path / "table.rtf"
+    rtf.write_text(r"{\rtf1\ansi{\fonttbl{\f0 Arial;}}\f0 Days\par\trowd\cellx2000\cellx4000 Germany\cell 98\cell"
+                   r"\row}", encoding="ascii")
+    report = client.collection(name).ingest([rtf])
+    [item] = report.items
+    assert item.status == "ingested" and item.reason is not None
+    assert "read as plain text" in item.reason and "RAGD_CONVERT_TIMEOUT_S" in item.reason
+    assert _gone(token, within_s=2)

@@ -136,10 +136,21 @@ MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fall
 _SKIP = {f"{W_NS}txbxContent", MC_FALLBACK, f"{W_NS}del", f"{W_NS}delText", f"{W_NS}instrText"}
 
 
+# a field's result that is the error its program wrote in place of a value: Word's "!Unexpected End of Formula",
+# "Error! Reference source not found.", "Fehler! Verweisquelle ...", "¡Error! ...", "Erreur ! ..."
+FIELD_ERROR = re.compile(r"\s*(?:!|¡?[^\W\d_]{2,20}\s?!(?:\s|$))")
+
+
 def paragraph_text(p: Any) -> str:
     """A paragraph's text in document order: runs, hyperlinks, fields' results and the plain text of
-    equations (OMML); deleted revisions, field codes and text boxes (read as blocks of their own) left out."""
+    equations (OMML); deleted revisions, field codes, fields' error results and text boxes (read as blocks of
+    their own) left out."""
     parts: list[str] = []
+    results: list[int | None] = []  # per open complex field: where its result starts in parts (None: in its code)
+
+    def error_dropped(start: int) -> None:
+        if FIELD_ERROR.match("".join(parts[start:])):
+            del parts[start:]
 
     def walk(node: Any) -> None:
         for child in node:
@@ -152,6 +163,20 @@ def paragraph_text(p: Any) -> str:
                 parts.append(" ")
             elif tag in (f"{W_NS}br", f"{W_NS}cr"):
                 parts.append("\n")
+            elif tag == f"{W_NS}fldChar":
+                kind = child.get(f"{W_NS}fldCharType")
+                if kind == "begin":
+                    results.append(None)
+                elif kind == "separate" and results:
+                    results[-1] = len(parts)
+                elif kind == "end" and results:
+                    start = results.pop()
+                    if start is not None:
+                        error_dropped(start)
+            elif tag == f"{W_NS}fldSimple":
+                start = len(parts)
+                walk(child)
+                error_dropped(start)
             else:
                 walk(child)
 

@@ -20,11 +20,14 @@ class RtfExtractor:
     source_type = "rtf"
 
     def extract(self, source: Source, options: ExtractOptions) -> Iterator[ExtractedDocument | Exception]:
+        warnings = []
         if b"\\trowd" in source.data and soffice() is not None:  # tables: LibreOffice keeps their rows and cells
             converted = list(LegacyOfficeExtractor("rtf", "docx", DocxExtractor()).extract(source, options))
-            if not any(isinstance(found, Exception) for found in converted):
+            failed = [found for found in converted if isinstance(found, Exception)]
+            if not failed:
                 yield from converted
                 return
+            warnings.append(f"read as plain text, its tables as lines: {failed[0]}")
         from striprtf.striprtf import rtf_to_text
 
         try:
@@ -37,4 +40,5 @@ class RtfExtractor:
         title = match.group(1).decode("latin-1").strip() if match else None
         # each \par ends a paragraph: one line of the text, so it is a block of its own
         paragraphs = "\n\n".join(line for line in text.split("\n"))
-        yield from single_document(source, "rtf", title or source.path.stem, text_blocks(paragraphs))
+        yield from single_document(source, "rtf", title or source.path.stem, text_blocks(paragraphs),
+                                   warnings=warnings)
