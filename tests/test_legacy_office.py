@@ -4,6 +4,7 @@ happens without LibreOffice or past its time limit; Outlook .msg messages writte
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -24,7 +25,7 @@ from ragd.ingest.extract import ExtractOptions
 from ragd.ingest.read import extract_path
 from ragd.types import ExtractedDocument
 
-from .conftest import DATA
+from .conftest import DATA, run_cli
 from .olefiles import outlook_message
 
 SOFFICE = shutil.which("soffice") or "soffice"  # `make test` installs Debian's LibreOffice
@@ -300,16 +301,17 @@ def test_fields_error_results_are_left_out_and_their_values_kept(tmp_path: Path)
                                             "Total: 5 March 2024 days."]
 
 
-def test_an_rtf_whose_conversion_fails_is_read_as_text_and_says_so(client: ragd.Ragd, name: str, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_rtf_whose_conversion_fails_is_read_as_text_and_says_so(cli_env: dict[str, str], name: str,
+                                                                    tmp_path: Path) -> None:
+    """(`ragd ingest` in a process of its own: extraction workers kept by this test process would not see PATH.)"""
     token = f"{uuid.uuid4().int % 10**12:012d}"
-    monkeypatch.setenv("PATH", f"{_stuck_soffice(tmp_path, token)}:{os.environ['PATH']}")
-    monkeypatch.setenv("RAGD_CONVERT_TIMEOUT_S", "2")
     rtf = tmp_path / "table.rtf"
     rtf.write_text(r"{\rtf1\ansi{\fonttbl{\f0 Arial;}}\f0 Days\par\trowd\cellx2000\cellx4000 Germany\cell 98\cell"
                    r"\row}", encoding="ascii")
-    report = client.collection(name).ingest([rtf])
-    [item] = report.items
-    assert item.status == "ingested" and item.reason is not None
-    assert "read as plain text" in item.reason and "RAGD_CONVERT_TIMEOUT_S" in item.reason
+    env = {**cli_env, "PATH": f"{_stuck_soffice(tmp_path, token)}:{os.environ['PATH']}",
+           "RAGD_CONVERT_TIMEOUT_S": "2"}
+    done = run_cli(["ingest", str(rtf), "--collection", name, "--json"], env, timeout=120)
+    [item] = json.loads(done.stdout)["items"]
+    assert item["status"] == "ingested" and item["reason"] is not None, done.stdout + done.stderr
+    assert "read as plain text" in item["reason"] and "RAGD_CONVERT_TIMEOUT_S" in item["reason"]
     assert _gone(token, within_s=2)
