@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .. import ids
+from .. import fiscal, ids
 from ..config import Settings
 from ..embed.base import TokenCounter
 from ..metrics import count_answer
@@ -31,7 +31,7 @@ from ..retrieve.search import Reading, Searched, Stopwatch, retrieve, scope_for
 from ..store import queries
 from ..telemetry import annotate, log_timestamp, span
 from ..types import Answer, Candidate, Plan
-from . import PROMPT_VERSION, Budget, choice, periods, render, select, statements
+from . import PROMPT_VERSION, Budget, choice, formula, periods, render, select, statements
 from .abstain import ABSTAIN_ANSWER, declines, judge
 from .answerable import Judgement, Limits, constraints, content_stems, stem
 from .answerable import judge as judge_answerable
@@ -87,8 +87,9 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
     info: dict[str, Any] = {}
     # a figure of a named issuer's statements is read before retrieval: when they give it, the passages retrieved
     # are only its context, and are not reranked (the cross-encoder is most of an answer's time)
-    scope = scope_for(question, col)
-    read = read_question(question)
+    understood = fiscal.canonical(question)  # its periods in one notation; the question as asked is what is recorded
+    scope = scope_for(understood, col)
+    read = read_question(understood)
     early = lead = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):
         movement = statements.asks_movement(read.text)
@@ -97,7 +98,7 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
             lead, early = (early if isinstance(early, Computed) else None), None
     if isinstance(early, (Computed, Chosen)) and plan.rerank:
         plan = dataclasses.replace(plan, rerank=False)
-    ranked = retrieve(question, plan, col, timings=timings, debug=info, scope=scope)
+    ranked = retrieve(understood, plan, col, timings=timings, debug=info, scope=scope)
     if isinstance(early, (Computed, Chosen)):  # the statements' cells the figure is read from lead the evidence
         ranked = _led_by(early.cited(), ranked, plan.k)
     s = col.settings
@@ -139,7 +140,7 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
                                                   "rag.context_chunks": len(context.chunks),
                                                   "rag.context_tokens": context.tokens}) as current:
             supported = {c.chunk_id for c in answerable.evidence} if answerable is not None else None
-            written = (_extractive(question, read.text, context.chunks, col, reranked, rerank_floor, supported,
+            written = (_extractive(understood, read.text, context.chunks, col, reranked, rerank_floor, supported,
                                    bool(scope.issuers))
                        if generator is None else _generated(question, context.chunks, generator))
             done = written.completion
@@ -245,6 +246,9 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
     consistent?") is read over the years of the issuer's latest annual filing; `movement`: the question asks what
     drove a change (`statements.asks_movement`), read against the year before."""
     years = periods.years_asked(read.text)
+    definition = formula.defined(read.asked)
+    if definition is not None and years:  # a figure the question says how to compute
+        return _defined(definition, read, scope, col, timings, years)
     chooses = choice.asked(read.text)
     over: list[int] = []
     annual = [h.fiscal_year for h in scope.held if h.form in ANNUAL and h.fiscal_year]
@@ -273,6 +277,30 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
                 break
     timings["statements"] = (time.perf_counter() - started) * 1000
     return outcome
+
+
+def _defined(definition: formula.Definition, read: ReadQuestion, scope: Scope, col: Asked,
+             timings: dict[str, float], years: Sequence[int]) -> Computed | Missing:
+    """The formula a question defines, computed for its latest year from the statements of the first of the named
+    issuer's documents (`statement_documents`) that gives every operand; else what the first one lacks."""
+    started = time.perf_counter()
+    hint = statements.statement_hint(read.instructions)
+    quarter = periods.quarters_asked(read.asked).get(max(years))
+    first: Missing | None = None
+    outcome: Computed | Missing | None = None
+    with col.client.reading(col.tenant) as conn:
+        for doc_id in statement_documents(scope)[:3]:
+            rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
+                                                          "collection_id": col.collection_id}).fetchall()
+            tables = [t for row in rows for t in periods.Table.read(candidate(row, 0.0))]
+            outcome = formula.compute(definition, tables, max(years), hint, quarter,
+                                      percent=statements.asks_percent(read.asked))
+            if isinstance(outcome, Computed):
+                break
+            first = first or outcome
+    timings["statements"] = (time.perf_counter() - started) * 1000
+    return outcome if isinstance(outcome, Computed) else first or Missing(definition.name, ("its statements",),
+                                                                          metric=True)
 
 
 def _with_movement(lead: Computed, asked: str, ranked: Sequence[Candidate], plan: Plan, col: Asked,

@@ -8,13 +8,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..fiscal import ORDINALS, QUARTER_NAMED, quarter_number
 from ..types import Candidate
+from .answerable import stem
 from .arithmetic import parse_number
 from .extractive import table
-from .question import ORDINALS, QUARTER_NAMED, quarter_number
-from .vocabulary import LINE_ITEMS, OUTFLOWS, UNIT, concept_of, statement_named
+from .vocabulary import LINE_ITEMS, OUTFLOWS, UNIT, concept_of, label_key, statement_named
 
-YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
+YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
 AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
 
@@ -31,6 +32,13 @@ class Fact:
     chunk: Candidate
 
 
+# titles of tables that hold a part of the group's figures, whatever statement they look like
+_PARTIAL = re.compile(r"\b(?:consolidating|guarantors?|non-?guarantors?|parent\s+(?:company|only)|issuer\s+only|"
+                      r"subsidiar(?:y|ies)\s+(?:only|issuers?)|segments?\b(?!\s+information\s+is)|"
+                      r"supplemental\s+condensed|variable\s+interest\s+entit|pro\s+forma|unaudited\s+quarterly|"
+                      r"quarterly\s+(?:financial\s+)?(?:data|results))", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Table:
     chunk: Candidate
@@ -42,6 +50,12 @@ class Table:
     fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
     quarterly: bool = False  # a quarter's document (its dated columns are also the quarter's and the year's)
     title: str = ""  # its heading path, header label and first row's label
+
+    @property
+    def partial(self) -> bool:
+        """Whether its title says it is a part of the group's figures (a segment's, a guarantor's, the parent
+        company's alone, a consolidating schedule's), not the consolidated statement."""
+        return bool(_PARTIAL.search(self.title))
 
     @classmethod
     def read(cls, chunk: Candidate) -> list[Table]:
@@ -292,7 +306,7 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     statement (or the one the question asks to rely on), with one column for the period and the most line items;
     the row whose label names the concept most specifically."""
     home = LINE_ITEMS[concept][0]
-    best: tuple[tuple[int, int, int, int], Fact] | None = None
+    best: tuple[tuple[int, ...], Fact] | None = None
     for order, t in enumerate(tables):
         col = period_column(t, year, quarter)
         if col is None:
@@ -302,7 +316,8 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
         if not rows:
             continue
         rank, row = min(rows, key=lambda x: x[0])
-        score = (int(t.statement == home) + int(hint is not None and t.statement == hint), t.items, -rank, -order)
+        score = (int(t.statement == home) + int(hint is not None and t.statement == hint), int(not t.partial),
+                 t.items, -rank, -order)
         if best is None or score > best[0]:
             value = parse_number(row[col])
             assert value is not None
@@ -311,6 +326,44 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
             pages = t.chunk.metadata.get("pages") or [None]
             best = (score, Fact(concept, row[0], t.header[col], row[col].replace("$", "").strip(), value, t.unit,
                                 pages[0], t.chunk))
+    return best[1] if best else None
+
+
+_LABEL_WORD = re.compile(r"[a-z]+")
+_LABEL_SKIP = frozenset({"total", "net", "the", "of", "and", "a", "an", "in", "for", "on", "to", "from"})
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _LABEL_WORD.findall(label_key(text)) if w not in _LABEL_SKIP}
+
+
+def find_labelled(tables: Sequence[Table], words: str, year: int, hint: str | None = None,
+                  quarter: int | None = None) -> Fact | None:
+    """The fact of the row whose label holds every word of `words` (stemmed; "total", "net" and function words
+    aside) for a fiscal year (or a quarter of it): the shortest such label, in a statement before a note, in the
+    table with the most line items; None when no row's label holds them all. For a line item the vocabulary does
+    not name ("Merchandise inventories", "Accrued compensation")."""
+    wanted = _stems(words)
+    if not wanted:
+        return None
+    best: tuple[tuple[int, int, int, int, int], Fact] | None = None
+    for order, t in enumerate(tables):
+        col = period_column(t, year, quarter)
+        if col is None:
+            continue
+        rows = [r for r in t.rows if r and col < len(r) and parse_number(r[col]) is not None
+                and wanted <= _stems(r[0])]
+        if not rows:
+            continue
+        row = min(rows, key=lambda r: len(_stems(r[0])))
+        score = (int(t.statement is not None), int(hint is not None and t.statement == hint), t.items,
+                 -len(_stems(row[0])), -order)
+        if best is None or score > best[0]:
+            value = parse_number(row[col])
+            assert value is not None
+            pages = t.chunk.metadata.get("pages") or [None]
+            best = (score, Fact(f"row:{label_key(row[0])}", row[0], t.header[col],
+                                row[col].replace("$", "").strip(), value, t.unit, pages[0], t.chunk))
     return best[1] if best else None
 
 

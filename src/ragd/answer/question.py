@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..fiscal import FY, FY_SHORT
+
 # a sentence (or leading clause) that instructs rather than asks: a persona, a request about the answer's form or
 # source, the definition of a metric
 _INSTRUCTION = re.compile(
@@ -37,18 +39,6 @@ _FORM_PHRASE = re.compile(
     r"|,?\s*\b(?:in|as)\s+(?:units\s+of\s+)?(?:usd|us\$|\$|eur|gbp)?\s*(?:millions|billions|thousands|percents?|"
     r"percentage(?:\s+points)?)\b(?=\s*[?.,]|$)", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z(])")
-# a fiscal year as questions write it: "FY2018", "FY 2018", "FY'18", "FY18"
-FY = re.compile(r"\bFY\s*'?((?:19|20)\d\d)\b", re.IGNORECASE)
-FY_SHORT = re.compile(r"\bFY\s*'?(\d\d)\b", re.IGNORECASE)
-# a fiscal quarter as questions name it: "Q2", "second quarter", "2nd fiscal quarter"
-QUARTER_NAMED = re.compile(r"\bQ([1-4])\b|\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter\b",
-                           re.IGNORECASE)
-ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
-
-
-def quarter_number(m: re.Match[str]) -> int:
-    """The quarter a QUARTER_NAMED match names."""
-    return int(m.group(1)) if m.group(1) else ORDINALS[m.group(2).lower()]
 # a choice among several by a measure ("which segment had the highest net income", "which brought in the most (or
 # lost the least) cash flow"): the superlative after "the" ("Best Buy" asks none), then the measure up to what
 # qualifies it

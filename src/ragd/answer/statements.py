@@ -140,10 +140,16 @@ class Missing:
     name: str
     missing: tuple[str, ...] = field(default=())
     metric: bool = False  # a metric was asked (not a line item to look up)
+    found: tuple[Fact, ...] = field(default=())  # the operands that were found, for the user to finish it
 
     @property
     def reason(self) -> str:
-        return f"no statement of the document gives {', '.join(self.missing)}"
+        lacking = f"no statement of the document gives {', '.join(self.missing)}"
+        if not self.found:
+            return lacking
+        shown = "; ".join(f"{f.label}, {f.column}: {f.cell}{' ' + f.unit if f.unit else ''}"
+                          f"{f' [page {f.page}]' if f.page else ''}" for f in unique(self.found))
+        return f"{lacking}; found {shown}"
 
 
 def asks_percent(question: str) -> bool:
@@ -195,16 +201,61 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
         if not cause:
             return None, None
         question = _CAUSE.sub(" ", question)
-    metric = next((m for m in METRICS if m.pattern.search(question)), None)
+    metric = next((m for m in METRICS if (found := m.pattern.search(question)) and not _compound(question, found)),
+                  None)
     if metric is not None:
         return metric, None
+    if any(m.pattern.search(question) for m in METRICS):  # a metric whose name only holds a known one's
+        return None, None
     share = _SHARE_OF.search(question)
     if share:
         part, whole = named_concept(question[: share.start()]), named_concept(share.group("whole"))
         if part and whole and part != whole:
             return _share(part, whole), None
         return None, None
-    return (None, None) if qualified(question) else (None, named_concept(question))
+    if qualified(question) or _derived(question) or _whether(question):
+        return None, None
+    return None, named_concept(question)
+
+
+# the head of a measure's name: a known metric's name followed by one names another measure ("cash conversion
+# cycle" is no cash conversion ratio, "gross margin growth" no gross margin, "return on assets ratio" is one)
+_HEADS = re.compile(r"\s*(?:-\s*)?(?:cycle|days?|period|yield|growth|rate|turnover|margin|multiple|coverage|"
+                    r"per\s+\w+|index|spread|volatility|trend|target|guidance|outlook|forecast)\b", re.IGNORECASE)
+# words that make a line item's name a measure of it: a ratio, a rate, a turnover, a margin, a count of days,
+# an amount per something ("revenue per employee", "net income per share"), a growth rate
+_DERIVED = re.compile(r"\b(?:ratios?|turnover|margins?|rates?|cycle|days|per|yield|coverage|multiples?|cagr|"
+                      r"compound(?:ed)?\s+annual|intensity|leverage|payout|burden|efficiency|returns?\s+on)\b",
+                      re.IGNORECASE)
+# a yes/no question (not about a comparison or a trend): whether something exists or happened, which the
+# passages answer, not a statement's figure
+_YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should)\b", re.IGNORECASE)
+
+
+def _compound(question: str, found: re.Match[str]) -> bool:
+    """Whether a metric's name matched in the question is only the start of another measure's name."""
+    head = _HEADS.match(question, found.end())
+    return head is not None and not found.group(0).lower().rstrip().endswith(head.group(0).strip().lower())
+
+
+def _derived(question: str) -> bool:
+    """Whether the question asks for a measure of the line item it names rather than the item itself: a word
+    of `_DERIVED` outside the item's own name ("receivables turnover", "revenue per employee")."""
+    named = _named(question)
+    if named is None:
+        return False
+    start = named[0]
+    lower = question.lower()
+    term = max((t for t in TERMS[named[1]] if lower.startswith(t, start)), key=len, default="")
+    rest = question[:start] + " " + question[start + len(term):]
+    return bool(_DERIVED.search(rest))
+
+
+def _whether(question: str) -> bool:
+    """A yes/no question about a line item that compares nothing and follows no trend ("Did it pay dividends in
+    2021?", "Does it hold any debt?"): the passages say."""
+    return bool(_YES_NO.match(question)) and not _COMPARE.search(question) and not _TREND.search(question) \
+        and not _GROWTH.search(question) and not AVERAGE.search(question)
 
 
 def asks_movement(question: str) -> bool:
@@ -299,7 +350,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             values[(need, offset)] = fact.value
             facts.append(fact)
         if missing:
-            return Missing(metric.name, tuple(missing), metric=not item)
+            return Missing(metric.name, tuple(missing), metric=not item, found=tuple(facts))
         try:
             results.append((metric.formula(values), tuple(facts)))
         except ZeroDivisionError:

@@ -225,6 +225,7 @@ class FilingAsked:
     reason: str = ""
     answerable: bool = True
     stages_ms: dict[str, float] = field(default_factory=dict)  # ask's timings by stage (retrieval, rerank, ...)
+    in_context: bool = False  # an evidence page is among the pages of the context a generator would be given
 
 
 @dataclass
@@ -282,6 +283,9 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
         first_doc = cited[0] if cited else (docs[0] if docs else "")
         rank = next((i for i, (r, d) in enumerate(zip(retrieved, docs), start=1)
                      if d == q.doc_name and set(r.get("pages") or ()) & set(q.pages)), None)
+        context = set((result.debug or {}).get("context_chunk_ids") or ())
+        in_context = any(d == q.doc_name and set(r.get("pages") or ()) & set(q.pages)
+                         for r, d in zip(retrieved, docs) if r.get("chunk_id") in context)
         operands = (result.calculation or {}).get("operands") or []
         verdict, how = (judge_answer(result.answer, q.answer, result.abstained) if q.answerable
                         else ("correct" if result.abstained else "wrong", "abstention"))
@@ -290,7 +294,7 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
                  [f"{cited[0] if cited else ''}:{o.get('page')}" for o in operands])
         asked.append(FilingAsked(q.qid, q.doc_name, q.kind, verdict, how, first_doc == q.doc_name, rank, pages,
                                  latency, result.answer, q.answer, result.reason or "", q.answerable,
-                                 dict((result.debug or {}).get("timings_ms") or {})))
+                                 dict((result.debug or {}).get("timings_ms") or {}), in_context))
         if on_progress:
             on_progress("answers", n, len(questions))
     return FilingReport(col.name, len(names), _pages(col), ingest_seconds, score(asked), asked, failed)
@@ -329,6 +333,8 @@ def score(everything: Sequence[FilingAsked]) -> dict[str, Any]:
             "page_hit@1": share(lambda a: a.page_rank is not None and a.page_rank <= 1),
             "page_hit@5": share(lambda a: a.page_rank is not None and a.page_rank <= 5),
             "page_hit@10": share(lambda a: a.page_rank is not None and a.page_rank <= 10),
+            # what an operator's LLM would get: the evidence page among the context ragd assembles for a generator
+            "context_page_recall": share(lambda a: a.in_context),
             "correct": share(lambda a: a.verdict == "correct"),
             "wrong": share(lambda a: a.verdict == "wrong"),
             "abstained": share(lambda a: a.verdict == "abstained"),
@@ -351,9 +357,9 @@ def write_filings(report: FilingReport, out_dir: Path) -> dict[str, str]:
     with open(paths["filings_per_query"], "w", newline="", encoding="utf-8") as fh:
         lines = csv.writer(fh)
         lines.writerow(["query_id", "doc_name", "kind", "verdict", "judged", "filing_first", "page_rank",
-                        "cited_pages", "latency_ms", "answer", "gold", "reason"])
+                        "in_context", "cited_pages", "latency_ms", "answer", "gold", "reason"])
         for a in report.asked:
             lines.writerow([a.qid, a.doc_name, a.kind, a.verdict, a.judged, int(a.filing_first),
-                            a.page_rank or "", " ".join(a.cited_pages), round(a.latency_ms, 1),
+                            a.page_rank or "", int(a.in_context), " ".join(a.cited_pages), round(a.latency_ms, 1),
                             _MARKER.sub("", a.answer), a.gold, a.reason])
     return {k: str(v) for k, v in paths.items()}

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..answer.question import FY, FY_SHORT, QUARTER_NAMED, quarter_number
+from ..fiscal import FY, FY_SHORT, QUARTER_NAMED, canonical, quarter_number
 from ..issuers import core_name
 
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?'?((?:19|20)\d\d)\b"
                       r"|\b((?:19|20)\d\d)\s*Q([1-4])\b", re.IGNORECASE)
-_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,]|\.\d)")
+_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&.'\u2019-]*")
 _POSSESSIVE = re.compile(r"\b([A-Z][A-Za-z0-9&.-]{1,30})['\u2019]s\b")
 COVERS_BACK = 2  # a filing of fiscal year Y also reports Y-1 and Y-2 (its comparatives)
@@ -139,7 +139,9 @@ def names_issuer(name: str, held: Sequence[Held]) -> bool:
 
 def scope_of(question: str, held: Sequence[Held]) -> Scope:
     """What the question names among the held identities. Where it names none, its possessive names ("Walmart's")
-    are `unknown`: an issuer the collection does not hold when no chunk has the word either (the caller asks)."""
+    are `unknown`: an issuer the collection does not hold when no chunk has the word either (the caller asks). Its
+    periods are read in any notation (fiscal.canonical)."""
+    question = canonical(question)
     years = years_of(question)
     quarter = quarter_of(question)
     query = periods(question)

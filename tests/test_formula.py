@@ -1,0 +1,90 @@
+"""Formulas a question defines (answer.formula): parsed in its words, each operand read from the statements and
+cited, computed; an operand not found is an abstention that says what was found."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragd.answer.formula import compute, defined, parse
+from ragd.answer.periods import Table
+from ragd.answer.statements import Computed, Missing
+
+from .test_filings import BALANCE, CASH, INCOME
+
+TABLES = [t for c in (INCOME, BALANCE, CASH) for t in Table.read(c)]
+
+
+@pytest.mark.parametrize("question,expected", [
+    # the same figure defined in several ways of writing it
+    ("What is the FY2021 fixed asset turnover ratio? Fixed asset turnover ratio is defined as: FY2021 revenue / "
+     "(average PP&E between FY2020 and FY2021).", 10000 / 1900),
+    ("Compute the fixed asset turnover for fiscal 2021, calculated as 2021 net sales divided by the average of "
+     "property and equipment, net, at the end of 2020 and 2021.", 10000 / 1900),
+    ("what's the fa turnover in fy21? fa turnover = net sales / average property and equipment", 10000 / 1900),
+    # a line item the vocabulary does not name, read by its row's words
+    ("What is the FY2021 inventory to assets ratio, defined as merchandise inventories / total current assets?",
+     1500 / 4100),
+    ("What is the FY2021 DPO-like figure? It is calculated as 365 * (cost of sales) / (net sales - gross profit)",
+     365.0),
+    ("What was the 2021 working capital ratio, defined as total current assets / total current liabilities?",
+     4100 / 2050),
+    ("What is the FY2021 spread? Spread = (gross profit - net income) / net sales * 100", 30.0),
+    ("What is FY2021 cash coverage of capex, defined as net income divided by capital expenditure?", 1000 / 450),
+    ("What is the 2021 change-based figure, defined as change in merchandise inventories between FY2020 and FY2021 "
+     "plus prior year net income?", 200 + 800),
+])
+def test_a_defined_formula_is_computed_with_every_operand_cited(question: str, expected: float) -> None:
+    definition = defined(question)
+    assert definition is not None, question
+    got = compute(definition, TABLES, 2021)
+    assert isinstance(got, Computed), getattr(got, "reason", got)
+    assert got.result == pytest.approx(expected, rel=1e-4)
+    assert got.facts and all(f.page for f in got.facts)
+    assert "[page " in got.sentence()
+
+
+def test_units_follow_the_definition() -> None:
+    days = compute(defined("DSO-ish is defined as 365 * net income / net sales."), TABLES, 2021)  # type: ignore[arg-type]
+    assert isinstance(days, Computed) and days.unit == "days" and days.result == pytest.approx(36.5)
+    margin = compute(defined("What is the FY2021 gross spread margin? It is defined as gross profit / net sales."),  # type: ignore[arg-type]
+                     TABLES, 2021)
+    assert isinstance(margin, Computed) and margin.unit == "%" and margin.result == pytest.approx(40.0)
+    ratio = compute(defined("The ratio is defined as gross profit / net sales."), TABLES, 2021)  # type: ignore[arg-type]
+    assert isinstance(ratio, Computed) and ratio.unit == "x" and ratio.result == pytest.approx(0.4)
+
+
+def test_an_operand_not_found_is_said_with_what_was_found() -> None:
+    got = compute(defined("The FY2021 cycle is defined as: accounts receivable / net sales * 365"), TABLES, 2021)  # type: ignore[arg-type]
+    assert isinstance(got, Missing) and got.metric
+    assert got.reason.startswith("no statement of the document gives accounts receivable for 2021; found Net sales")
+    assert "10,000" in got.reason and "[page 40]" in got.reason
+    broke = compute(defined("X is defined as net income / (gross profit - gross profit)"), TABLES, 2021)  # type: ignore[arg-type]
+    assert isinstance(broke, Missing) and "not zero" in broke.reason
+
+
+@pytest.mark.parametrize("text", ["net income", "revenue growth", "the average of the years", "(a + b", "a / / b",
+                                  "cost of sales -"])
+def test_what_is_not_a_formula_is_not_read_as_one(text: str) -> None:
+    assert defined(f"What is it? It is defined as {text}.") is None or parse(text) is None
+
+
+def test_no_definition_no_formula() -> None:
+    assert defined("What is the FY2021 inventory turnover ratio for Quorra?") is None
+    assert defined("Is 3M a capital-intensive business based on FY2022 data?") is None
+
+
+def test_the_consolidated_statement_is_read_before_a_part_of_the_group() -> None:
+    from ragd.answer.statements import answer
+
+    from .test_filings import _chunk
+
+    parent = _chunk("Condensed Consolidating Statements of Income - Parent Company Only (In millions) | 2021 | 2020\n"
+                    "Net sales | 500 | 450\nCost of sales | 300 | 270\nGross profit | 200 | 180\nOperating income | "
+                    "90 | 80\nNet income | 1,000 | 800", page=90)
+    segment = _chunk("Segment Statements of Income (In millions) | 2021 | 2020\nNet sales | 700 | 650\n"
+                     "Cost of sales | 400 | 380\nGross profit | 300 | 270\nOperating income | 120 | 100\n"
+                     "Net income | 90 | 85", page=91)
+    tables = [t for c in (parent, segment, INCOME, BALANCE) for t in Table.read(c)]
+    assert [t.partial for t in tables[:3]] == [True, True, False]
+    revenue = answer("What were net sales in 2021?", tables)
+    assert isinstance(revenue, Computed) and revenue.result == 10000 and revenue.facts[0].page == 40
