@@ -170,3 +170,15 @@ def test_questions_about_a_company_not_in_the_collection_are_abstained_on(client
     partial = col.ask("What was the net revenue of Acme in 2019 and 2016?", debug=True)
     assert not partial.abstained and partial.answer.endswith("(The documents do not cover 2016.)")
     assert {c["title"] for c in partial.citations} == {"Acme annual report 2019"}
+
+
+def test_a_name_is_found_however_its_words_are_joined() -> None:
+    # "IFRS9" in the question, "IFRS 9" in the report; "e-commerce" against "ecommerce": one name
+    passage = _c(1, "The adoption of IFRS 9 on 1 January 2018 increased the loss allowance by 12 million. Our "
+                    "ecommerce sales rose.", title="Acme plc \u00b7 Annual Report 2018")
+    for question in ("What was the effect of adopting IFRS9 on the loss allowance?",
+                     "How much did the loss allowance change on adopting \"IFRS-9\"?"):
+        judged = judge(question, [passage], {}, 100, threshold=0.15, reranked=True)
+        assert not judged.abstain, judged.reason
+    assert judge("What was the effect of adopting IFRS10 on the loss allowance?", [passage], {}, 100,
+                 threshold=0.15, reranked=True).abstain

@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import importlib.util
 import json
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -405,6 +406,16 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert got.calculation["operands"][0]["page"] == page
     assert page in got.debug["retrieved"][0]["pages"]  # the statement computed from is the first evidence
     assert matches_figure(float(question["answer"].strip("$")), got.answer)
+    # the same question in other words: terse shorthand, wrapped in instructions, casual with another period notation
+    lookup = re.match(r"What is the FY(\d{4}) (.+) for (.+)\? ", question["question"])
+    assert lookup, question["question"]
+    year, item, issuer_short = lookup.groups()
+    for reworded in (f"{issuer_short} {item}, FY{year[2:]}?",
+                     f"You are an analyst. Using the filing, please report {issuer_short}'s {item} for fiscal year "
+                     f"{year}. Answer in USD millions.",
+                     f"what was {issuer_short.lower()}'s {item.lower()} in fy '{year[2:]}?"):
+        again = col.ask(reworded)
+        assert again.answer == got.answer, (reworded, again.answer, again.reason)
     refused = col.ask("What was Zephyrine's FY2021 capital expenditure?")
     assert refused.abstained and refused.reason == "no document of Zephyrine for 2021 in this collection"
     # what drove a movement no passage explains: an abstention that tells the movement

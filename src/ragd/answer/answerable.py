@@ -144,6 +144,16 @@ def folded(text: str) -> str:
                    if not unicodedata.combining(ch))
 
 
+_JOINT = re.compile(r"[\s\-\u2010-\u2015/.]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def squeezed(text: str) -> str:
+    """A text with spaces, hyphens, slashes and dots between its words gone: "IFRS9" meets "IFRS 9", "e-commerce"
+    meets "ecommerce", "U.S." meets "US"."""
+    return _JOINT.sub("", text)
+
+
 _NUMBER_Q = re.compile(r"^\W*(?:how\s+(?:many|much|long|far|old|big|large|high|often)\b|what\s+(?:is|was|were|are)\s+"
                        r"the\s+(?:amount|number|percentage|total|value|sum|ratio|average|rate|cost|price|size)\b)",
                        re.IGNORECASE)
@@ -304,7 +314,8 @@ class Question:
 
 
 def check(question: Question, passage: Passage, chunk_id: str, limits: Limits) -> Check:
-    missing = [f for f in question.constraints if folded(f) not in passage.text]
+    missing = [f for f in question.constraints if folded(f) not in passage.text
+               and squeezed(folded(f)) not in squeezed(passage.text)]
     weights = question.weights
     total = sum(weights.values())
     coverage = sum(w for s, w in weights.items() if s in passage.stems) / total if total else 1.0

@@ -116,6 +116,14 @@ def _aliases(h: Held) -> tuple[list[str], list[str], list[str]]:
     return [p for p in dict.fromkeys(phrases) if p], firsts, symbols
 
 
+# words a sentence may open with that are no name ("Best practices ...", "General ..."): a capitalised first word of
+# an issuer's name opening the question names it otherwise ("Wrenfield net revenue, FY20?")
+_OPENERS = frozenset("""what which who whom whose when where why how is are was were do does did has have had can
+could will would should please give list name state describe explain compare the a an this that these those in on
+for from by with as at of to and or if best worst top most least general first last total net gross new other
+""".split())
+
+
 def _names(question: str, h: Held) -> bool:
     lower = f" {re.sub(r'[^a-z0-9&.]+', ' ', question.lower())} "
     phrases, firsts, symbols = _aliases(h)
@@ -124,7 +132,8 @@ def _names(question: str, h: Held) -> bool:
     tokens = _TOKEN.findall(question)
     for i, t in enumerate(tokens):
         bare = re.sub(r"['\u2019]s$", "", t).rstrip(".")
-        if i > 0 and bare[:1].isupper() and bare.lower() in firsts:
+        owner = bare != t.rstrip(".")  # a possessive ("wrenfield's") names its owner in any case
+        if (bare[:1].isupper() or owner) and bare.lower() in firsts and (i > 0 or bare.lower() not in _OPENERS):
             return True
         if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and not bare.islower()
                                and bare != bare.capitalize()):
