@@ -88,3 +88,42 @@ def test_the_consolidated_statement_is_read_before_a_part_of_the_group() -> None
     assert [t.partial for t in tables[:3]] == [True, True, False]
     revenue = answer("What were net sales in 2021?", tables)
     assert isinstance(revenue, Computed) and revenue.result == 10000 and revenue.facts[0].page == 40
+
+
+@pytest.mark.parametrize("question", [
+    "What is the 2021 cash conversion cycle?",  # holds a known metric's name ("cash conversion"), is another
+    "What is the 2021 gross margin growth?",
+    "What is the 2021 receivables turnover?",  # a measure of a line item the vocabulary does not define
+    "What is 2021 revenue per employee?",
+    "What is the 2021 net income per share?",
+    "Did Quorra pay dividends in 2021?",  # whether something happened: the passages say
+    "Quorra segment with lowest net revenue, 1Q21?",  # a choice: its answer is a name, never the total
+    "Quorra 2022 sales growth: US vs international",  # a part of the business after the item
+    "What was revenue in the US in 2021?",
+])
+def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str) -> None:
+    from ragd.answer.statements import asked
+
+    assert asked(question) == (None, None)
+
+
+@pytest.mark.parametrize("question,name", [
+    ("Quorra net earnings % of sales: Q2 2023 vs Q2 2022 - up?", "net income as a percent of revenue"),
+    ("did quorra take on more debt in 2023 than 2022?", "total debt"),
+    ("What is the 2021 cash conversion ratio?", "cash conversion"),
+    ("Quorra capex % of revenue, 3-yr avg 2017-2019", "capex to revenue"),
+])
+def test_terse_and_casual_wordings_name_the_metric(question: str, name: str) -> None:
+    from ragd.answer.statements import asked
+
+    metric, _ = asked(question)
+    assert metric is not None and metric.name == name
+
+
+def test_growth_in_one_year_is_a_rate_and_avg_averages() -> None:
+    from ragd.answer.statements import answer
+
+    growth = answer("What was revenue growth in 2021?", TABLES)
+    assert isinstance(growth, Computed) and growth.unit == "%" and growth.result == pytest.approx(1000 / 9000 * 100)
+    average = answer("Quorra net profit margin, 3-yr avg 2019-2021 (%)", TABLES)
+    assert isinstance(average, Computed) and average.years == (2019, 2020, 2021)

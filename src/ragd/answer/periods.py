@@ -17,7 +17,7 @@ from .vocabulary import LINE_ITEMS, OUTFLOWS, UNIT, concept_of, label_key, state
 
 YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
-AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
+AVERAGE = re.compile(r"\b(?:average|mean|avg)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,14 @@ from .vocabulary import STATEMENTS, TERMS
 
 _GROWTH = re.compile(r"\b(?:growth|change|increase|decrease|decline)\b.{0,30}\b(?:in|of)\b|\b(?:year[-\s]over[-\s]year|"
                      r"yoy)\b|\bgrowth\s+rate\b", re.IGNORECASE)
+_GROWN = re.compile(r"\b(?:growth|grow|grew|grown)\b", re.IGNORECASE)
 _PERCENT_ASKED = re.compile(r"%|percent", re.IGNORECASE)
 _COMPARE = re.compile(r"\b(?:compared?|versus|vs\.?|increase[sd]?|decrease[sd]?|improve[sd]?|decline[sd]?|"
-                      r"change[sd]?|rise|rose|fell|higher|lower|between)\b", re.IGNORECASE)
-_SHARE_OF = re.compile(r"\bas\s+an?\s+(?:%|percent(?:age)?|share|proportion|fraction)\s+of\s+"
-                       r"(?P<whole>[a-z&' ,-]+?)(?=[?.,;]|\s+(?:in|for|from|during|between|over|at|by)\b|$)",
+                      r"change[sd]?|rise|rose|fell|higher|lower|between|more|less|fewer|than|up|down)\b",
+                      re.IGNORECASE)
+_SHARE_OF = re.compile(r"(?:\bas\s+an?\s+|\s)(?:%|percent(?:age)?|share|proportion|fraction)\s+of\s+"
+                       r"(?P<whole>[a-z&' ,-]+?)(?=[?.,;:]|\s+(?:in|for|from|during|between|over|at|by|vs|versus|"
+                       r"compared)\b|\s+-|$)",
                        re.IGNORECASE)
 _CAUSE = re.compile(r"\b(?:why|what\s+(?:drove|drives|caused|led)|reasons?|drivers?|explain)\b", re.IGNORECASE)
 
@@ -168,11 +171,14 @@ def named_concept(text: str) -> str | None:
 _NOT_BEFORE = {"cash": r"(?!\s+(?:flows?|conversion|dividends?|proceeds|paid|used|provided|generated|from|taxes)\b)"}
 
 
-def _named(text: str) -> tuple[int, str] | None:
+def _named(text: str) -> tuple[int, str, int] | None:
     lower = text.lower()
     spans = [(-len(term), m.start(), concept) for concept, terms in TERMS.items() for term in terms
              if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))]
-    return (min(spans)[1], min(spans)[2]) if spans else None
+    if not spans:
+        return None
+    length, start, concept = min(spans)
+    return start, concept, start - length
 
 
 # a line item named with a part of the business before it ("US sales", "international revenue", "Cloud revenue",
@@ -183,13 +189,18 @@ _PART = re.compile(r"\b(?:u\.s\.|us|domestic|international|foreign|overseas|regi
 _NAMED_PART = re.compile(r"(?<![.?!]\s)(?<!^)\b(?!FY|Q[1-4]|Total\b|Net\b|Gross\b|GAAP\b)[A-Z][\w&-]*\s*$")
 
 
+# a part of the business named just after the item ("sales in the US", "sales growth: US vs international")
+_PART_AFTER = re.compile(r"(?:\W+\w+){0,2}?\W+(?:in\s+(?:the\s+)?)?(?:u\.s\.|us|usa|domestic|international|foreign|"
+                         r"overseas|americas|europe|emea|apac|asia|segments?)\b", re.IGNORECASE)
+
+
 def qualified(question: str) -> bool:
     """The line item the question names has a part of the business or an adjusted measure before it."""
     named = _named(question)
     if named is None:
         return False
     before = question[: named[0]]
-    return bool(_PART.search(before) or _NAMED_PART.search(before))
+    return bool(_PART.search(before) or _NAMED_PART.search(before) or _PART_AFTER.match(question, named[2]))
 
 
 def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None]:
@@ -213,7 +224,7 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
         if part and whole and part != whole:
             return _share(part, whole), None
         return None, None
-    if qualified(question) or _derived(question) or _whether(question):
+    if qualified(question) or _derived(question) or _whether(question) or _SUPERLATIVE.search(question):
         return None, None
     return None, named_concept(question)
 
@@ -230,6 +241,11 @@ _DERIVED = re.compile(r"\b(?:ratios?|turnover|margins?|rates?|cycle|days|per|yie
 # a yes/no question (not about a comparison or a trend): whether something exists or happened, which the
 # passages answer, not a statement's figure
 _YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should)\b", re.IGNORECASE)
+
+
+# a choice among several ("segment with the lowest net revenue"): its answer is a name, never one total
+_SUPERLATIVE = re.compile(r"\b(?:highest|lowest|largest|smallest|biggest|greatest|most(?!\s+recent)|least|best|"
+                          r"worst|strongest|weakest|top(?![\s-]+line)|bottom(?![\s-]+line))\b", re.IGNORECASE)
 
 
 def _compound(question: str, found: re.Match[str]) -> bool:
@@ -320,7 +336,8 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     item = False  # the line item itself compared between two years (no metric): what lacks leaves it to passages
     if metric is None:
         assert concept is not None
-        if _GROWTH.search(question) and (percent or asks_percent(question)):
+        if (_GROWTH.search(question) and (percent or asks_percent(question))) or (
+                _GROWN.search(question) and len(years) == 1):  # growth in one year: from the year before
             metric = _growth(concept)
         elif AVERAGE.search(question) and len(years) > 1:
             return _average_of(concept, years, tables, hint, quarters)

@@ -135,7 +135,7 @@ def _names(question: str, h: Held) -> bool:
         owner = bare != t.rstrip(".")  # a possessive ("wrenfield's") names its owner in any case
         if (bare[:1].isupper() or owner) and bare.lower() in firsts and (i > 0 or bare.lower() not in _OPENERS):
             return True
-        if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and not bare.islower()
+        if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and (owner or not bare.islower())
                                and bare != bare.capitalize()):
             return True
     return False
