@@ -44,8 +44,8 @@ def test_ranges_of_years_averaged(written: str, years: list[int]) -> None:
 
 
 def test_dates_and_words_kept() -> None:
-    assert canonical("as of 12/31/2022 and 2023-03-04") == "as of December 31, 2022 and March 4, 2023"
-    assert periods("as of March 4, 2023") == (Period(2023),)
+    assert canonical("as of 12/31/2022") == "as of 12/31/2022"  # a date as the documents may write it
+    assert periods("as of March 4, 2023") == periods("as of 3/4/2023") == (Period(2023),)
     # what is not a period is left alone: a form, a share, a count, a percentage
     for text in ("Form 10-Q for Q3", "grew 23% in the quarter", "Item 7A", "it has 2 quarters of 23 weeks",
                  "Q1 23% higher"):

@@ -2,10 +2,10 @@
 
 Analysts and casual users name the same period many ways: "FY23 Q1", "1Q23", "Q1'23", "Q1 fiscal 2023",
 "fiscal 2023 first quarter", "the first fiscal quarter of 2023", "FY '22", "fy22", "fiscal year 2022", "the 2022
-fiscal year", "FY16-FY18", "1H23", "first half of fiscal 2023", "12/31/2022". `canonical` writes each as one
-notation ("Q1 FY2023", "FY2022", "FY2016-FY2018", "H1 FY2023", "December 31, 2022") that every later reading of a
-question (its scope, its years and quarters, its statements' columns) understands, and leaves every other word as
-it is. `periods` gives the periods a question names as values.
+fiscal year", "FY16-FY18", "1H23", "first half of fiscal 2023". `canonical` writes each as one notation ("Q1
+FY2023", "FY2022", "FY2016-FY2018", "H1 FY2023") that every later reading of a question (its scope, its years and
+quarters, its statements' columns) understands, and leaves every other word, and every date, as it is (documents
+write dates their own ways; a date's year is read). `periods` gives the periods a question names as values.
 
 Two-digit years are of this century ("FY98" is not read: it is 2098). The patterns are of English period
 notations, not of any collection. This module is below retrieval and answering (both read periods through it)."""
@@ -45,11 +45,6 @@ _FY_RANGE = re.compile(rf"\b{_FISCAL_WORD.replace('year', 'years?')}{_YY}\s*(-|\
 _FY_ANY = re.compile(rf"\b{_FISCAL_WORD}{_YY}\b(?!\s*%)", re.IGNORECASE)
 # "the 2022 fiscal year", "2021 fiscal period", "2022 fiscal"
 _YEAR_FISCAL = re.compile(r"\b(?:the\s+)?((?:19|20)\d\d)\s+fiscal(?:\s+(?:year|period))?\b", re.IGNORECASE)
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
-# "12/31/2022", "2022-12-31" (US month first for slashes, ISO for dashes)
-_SLASHED = re.compile(r"\b(1[0-2]|0?[1-9])/(3[01]|[12]\d|0?[1-9])/((?:19|20)\d\d)\b")
-_ISO = re.compile(r"\b((?:19|20)\d\d)-(1[0-2]|0[1-9])-(3[01]|[12]\d|0[1-9])\b")
 _QUARTER_YEAR = re.compile(r"\bQ([1-4]) FY((?:19|20)\d\d)\b")
 _HALF_YEAR = re.compile(r"\bH([12]) FY((?:19|20)\d\d)\b")
 
@@ -65,10 +60,8 @@ def _ordinal(word: str | None, digit: str | None) -> int:
 
 def canonical(text: str) -> str:
     """The text with every period it names written one way: "Q1 FY2023", "H1 FY2023", "FY2022",
-    "FY2016-FY2018", "December 31, 2022"; its other words as they were."""
-    out = _SLASHED.sub(lambda m: f"{_MONTHS[int(m.group(1)) - 1]} {int(m.group(2))}, {m.group(3)}", text)
-    out = _ISO.sub(lambda m: f"{_MONTHS[int(m.group(2)) - 1]} {int(m.group(3))}, {m.group(1)}", out)
-    out = _HALF.sub(_half, out)
+    "FY2016-FY2018"; its other words (and its dates, which documents write in their own ways) as they were."""
+    out = _HALF.sub(_half, text)
     out = _NQ_YEAR.sub(lambda m: f"Q{m.group(1)} FY{_year(m.group(2))}", out)
     out = _YEAR_Q.sub(lambda m: f"Q{_ordinal(m.group(4), m.group(3))} FY{_year(m.group(1) or m.group(2))}", out)
     out = _Q_YEAR.sub(_quarter, out)
