@@ -34,7 +34,7 @@ _DEFINITION = re.compile(
     r"(?P<name>[A-Za-z][^.?:=;]{0,100}?)\s*,?\s+(?:(?:is|are|was|should\s+be|can\s+be|being)\s+)?(?:defined|calculated|"
     r"computed|measured|derived|determined)\s+(?:as|by)\b\s*:?\s*(?P<expr>.+?)" + _END +
     r"|(?:calculate|compute|take)\s+(?P<name2>[^.?:=;]{1,60}?)\s+as\b\s*:?\s*(?P<expr2>.+?)" + _END +
-    r"|(?P<name3>\b[A-Za-z][A-Za-z&' -]{0,60}?)\s*=\s*(?P<expr3>[^=?]+?)" + _END, re.IGNORECASE | re.DOTALL)
+    r"|(?P<name3>\b[A-Za-z][\w&' -]{0,60}?)\s*=\s*(?P<expr3>[^=?]+?)" + _END, re.IGNORECASE | re.DOTALL)
 _LEAD = re.compile(r"^(?:.*\b(?:calculate|compute|what\s+(?:is|was|are|were)|find|give|determine)\s+)?(?:the\s+)?",
                    re.IGNORECASE)
 _SUBJECT = re.compile(r"\bwhat\s+(?:is|was|are|were)\s+(?P<s>[^?]+?)\s*\?", re.IGNORECASE)
@@ -47,7 +47,12 @@ _WORD_OPS = ((re.compile(r"\bdivided\s+by\b", re.I), " / "), (re.compile(r"\bmul
              (re.compile(r"(?<=[\s)])x(?=\s)"), " * "), (re.compile(r"\u2212|\u2013"), " - "))
 _TOKEN = re.compile(r"\s*(?:(?P<op>[()*/+])|(?P<minus>(?<!\S)-(?=\s|\()|^-|(?<=\()-)|(?P<text>(?:[^()*/+\s-]|-(?!\s)|"
                     r"\s+(?![()*/+]|-(?:\s|\()))+))")
-_AVERAGE = re.compile(r"^(?:the\s+)?(?:average|mean)\s+(?:of\s+)?(?:the\s+)?|\s+averaged?\b.*$", re.IGNORECASE)
+_Y4 = r"((?:fiscal\s+(?:year\s+)?)?(?:FY\s*)?(?:19|20)\d\d)"
+_SPAN = re.compile(rf"\s*\(\s*{_Y4}\s*(?:-|\u2013|to|through|and)\s*{_Y4}\s*\)", re.IGNORECASE)
+_ONE_YEAR = re.compile(rf"\s*\(\s*{_Y4}\s*\)", re.IGNORECASE)
+_TAIL = re.compile(r"\s*[,;]\s*(?:\d\s*dp|round\w*\b.*|in\s+(?:usd\s+)?(?:millions|billions|thousands|"
+                   r"percent\w*)\b.*)$", re.IGNORECASE)
+_AVERAGE = re.compile(r"^(?:the\s+)?(?:average|mean|avg\.?)\s+(?:of\s+)?(?:the\s+)?|\s+averaged?\b.*$", re.IGNORECASE)
 _CHANGE = re.compile(r"^(?:the\s+)?(?:change|increase|decrease|difference)\s+in\s+(?:the\s+)?", re.IGNORECASE)
 _PRIOR = re.compile(r"\b(?:prior|previous|preceding|last)\s+(?:fiscal\s+)?year'?s?\b|\bof\s+the\s+prior\s+year\b",
                     re.IGNORECASE)
@@ -107,7 +112,9 @@ def _named(clause: str) -> str:
 
 def parse(expr: str) -> Node | None:
     """An expression's tree (precedence: * and / before + and -, left to right), or None when it does not read."""
-    text = expr
+    text = _SPAN.sub(lambda m: f" between {m.group(1)} and {m.group(2)}", expr)  # "avg AP (FY2016-FY2017)"
+    text = _ONE_YEAR.sub(lambda m: f" {m.group(1)}", text)  # "COGS (FY2017)"
+    text = _TAIL.sub("", text)  # ", 2dp", ", rounded to two decimals"
     for pattern, op in _WORD_OPS:
         text = pattern.sub(op, text)
     tokens: list[tuple[str, str]] = []

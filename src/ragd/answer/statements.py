@@ -43,7 +43,8 @@ _GROWTH = re.compile(r"\b(?:growth|change|increase|decrease|decline)\b.{0,30}\b(
 _GROWN = re.compile(r"\b(?:growth|grow|grew|grown)\b", re.IGNORECASE)
 _PERCENT_ASKED = re.compile(r"%|percent", re.IGNORECASE)
 _COMPARE = re.compile(r"\b(?:compared?|versus|vs\.?|increase[sd]?|decrease[sd]?|improve[sd]?|decline[sd]?|"
-                      r"change[sd]?|rise|rose|fell|higher|lower|between|more|less|fewer|than|up|down)\b",
+                      r"change[sd]?|rise|rose|fell|falls?|drop(?:s|ped)?|grow|grew|shr[ai]nk|gain(?:s|ed)?|"
+                      r"higher|lower|between|more|less|fewer|than|up|down)\b",
                       re.IGNORECASE)
 _SHARE_OF = re.compile(r"(?:\bas\s+an?\s+|\s)(?:%|percent(?:age)?|share|proportion|fraction)\s+of\s+"
                        r"(?P<whole>[a-z&' ,-]+?)(?=[?.,;:]|\s+(?:in|for|from|during|between|over|at|by|vs|versus|"
@@ -244,8 +245,10 @@ _YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have|had|can|could
 
 
 # a choice among several ("segment with the lowest net revenue"): its answer is a name, never one total
-_SUPERLATIVE = re.compile(r"\b(?:highest|lowest|largest|smallest|biggest|greatest|most(?!\s+recent)|least|best|"
-                          r"worst|strongest|weakest|top(?![\s-]+line)|bottom(?![\s-]+line))\b", re.IGNORECASE)
+# (after "the", "with", a verb of having or being: "Best Buy" is a name, "with lowest net revenue" a choice)
+_SUPERLATIVE = re.compile(r"\b(?i:the|with|had|has|have|was|were|is|are|its|their)\s+(?:single\s+)?(?:highest|lowest|"
+                          r"largest|smallest|biggest|greatest|most(?!\s+recent)|least|best|worst|strongest|weakest|"
+                          r"top(?![\s-]+line)|bottom(?![\s-]+line))\b")  # lower case: "Best Buy" is a name
 
 
 def _compound(question: str, found: re.Match[str]) -> bool:
