@@ -132,3 +132,11 @@ def test_growth_in_one_year_is_a_rate_and_avg_averages() -> None:
     assert isinstance(growth, Computed) and growth.unit == "%" and growth.result == pytest.approx(1000 / 9000 * 100)
     average = answer("Quorra net profit margin, 3-yr avg 2019-2021 (%)", TABLES)
     assert isinstance(average, Computed) and average.years == (2019, 2020, 2021)
+
+
+def test_a_metric_that_averages_its_balances_is_not_averaged_over_its_two_years() -> None:
+    from ragd.answer.statements import answer
+
+    got = answer("what's the inventory turnover for fiscal year 2021? use cost of sales over average inventory of "
+                 "2020 and 2021", TABLES)
+    assert isinstance(got, Computed) and got.years == (2021,) and got.result == pytest.approx(6000 / 1400)

@@ -352,7 +352,10 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
             if fact is None:
                 return Missing(concept, (f"{concept.replace('_', ' ')} for {_when(years[-1], quarters)}",))
             return Computed(_name(concept), fact.value, fact.unit, "", (fact,), (years[-1],), quarters=held)
-    averaged = bool(AVERAGE.search(question)) and len(years) > 1
+    # an average over years, unless the metric averages its own balances over the two years named ("inventory
+    # turnover for 2019, using average inventory of 2018 and 2019" is 2019's)
+    averaged = bool(AVERAGE.search(question)) and len(years) > 1 and not (
+        len(years) == 2 and years[1] - years[0] == 1 and any(offset == -1 for _, offset in metric.needs))
     compared = not averaged and not metric.name.startswith("change in") and (
         (len(years) == 2 and bool(_COMPARE.search(question))) or (len(years) > 1 and each))
     targets = years if averaged or compared else [years[-1]]
