@@ -61,3 +61,20 @@ def test_a_question_scoped_the_same_in_every_notation() -> None:
         scope_of(q, held) for q in ("Best Buy cash in Q2 of FY2024?", "best buy cash in 2Q24?",
                                     "Best Buy cash, FY24 Q2?", "Best Buy cash in the second fiscal quarter of 2024?"))}
     assert seen == {((2024,), 2, ("Best Buy Co., Inc.",))}
+
+
+def test_a_kind_of_document_named_chooses_among_the_issuers_documents() -> None:
+    from ragd.retrieve.scope import statement_documents
+
+    held = (Held(doc_id=uuid.UUID(int=1), issuer="Quorra Inc.", form="10-K", fiscal_year=2023),
+            Held(doc_id=uuid.UUID(int=2), issuer="Quorra Inc.", form="10-Q", fiscal_year=2023, fiscal_quarter=4),
+            Held(doc_id=uuid.UUID(int=3), issuer="Quorra Inc.", form="earnings release", fiscal_year=2023,
+                 fiscal_quarter=4))
+    annual = scope_of("What was Quorra's FY2023 revenue?", held)
+    assert annual.form is None and statement_documents(annual)[0] == uuid.UUID(int=1) and len(annual.doc_ids) == 3
+    release = scope_of("According to the earnings release, what was Quorra's FY2023 revenue?", held)
+    assert release.form == "earnings release" and release.doc_ids == (uuid.UUID(int=3),)
+    assert statement_documents(release)[0] == uuid.UUID(int=3)
+    quarterly = scope_of("What did Quorra's 10-Q say about FY2023 revenue?", held)
+    assert quarterly.doc_ids == (uuid.UUID(int=2),)
+    assert scope_of("What did Quorra's 20-F say?", held).doc_ids == (uuid.UUID(int=1),)

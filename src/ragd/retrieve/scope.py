@@ -60,13 +60,15 @@ class Scope:
     query: str = ""  # the question with its periods as filings write them
     unheld: str | None = None  # "no document of Walmart in this collection"
     unknown: tuple[str, ...] = field(default=())  # names read as an issuer the collection does not hold
+    form: str | None = None  # the kind of document the question names: "annual", "10-Q", "8-K", "earnings release"
 
     @property
     def doc_ids(self) -> tuple[uuid.UUID, ...]:
-        """The named issuers' documents, once each, in a stable order: of those, when the question names years,
+        """The named issuers' documents, once each, in a stable order: of those, when the question names a kind of
+        document ("the 10-Q", "the earnings release"), the ones of that kind, unless none is; when it names years,
         the ones whose fiscal year can speak of them (Y-1 to Y+2: guidance, the year, its comparatives) and those
         of no known year, unless none can."""
-        held = self.held
+        held = tuple(h for h in self.held if of_form(h, self.form)) or self.held
         if self.years:
             near = tuple(h for h in held if h.fiscal_year is None or min(self.years) - COVERS_AHEAD <= h.fiscal_year
                          <= max(self.years) + COVERS_BACK)
@@ -75,7 +77,7 @@ class Scope:
 
     def as_dict(self) -> dict[str, Any]:
         return {"issuers": list(self.issuers), "documents": len(self.doc_ids), "years": list(self.years),
-                "quarter": self.quarter, "query": self.query, "unheld": self.unheld}
+                "quarter": self.quarter, "query": self.query, "unheld": self.unheld, "form": self.form}
 
 
 def periods(question: str) -> str:
@@ -169,7 +171,32 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
     fiscal = [h.fiscal_year for h in mine if h.fiscal_year]
     if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
         unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
-    return Scope(issuers, mine, years, quarter, query, unheld)
+    return Scope(issuers, mine, years, quarter, query, unheld, form=form_named(question))
+
+
+# the kind of document a question names
+_FORM_NAMED = (("10-Q", re.compile(r"\b10-?Q\b|\bquarterly\s+(?:report|filing)\b", re.IGNORECASE)),
+               ("earnings release", re.compile(r"\b(?:earnings|press|results)\s+release\b|\bearnings\s+report\b",
+                                               re.IGNORECASE)),
+               ("8-K", re.compile(r"\b8-?K\b", re.IGNORECASE)),
+               ("annual", re.compile(r"\b10-?K\b|\b20-?F\b|\bannual\s+(?:report|filing)\b", re.IGNORECASE)))
+
+
+def form_named(question: str) -> str | None:
+    """The one kind of document a question names ("according to the 10-Q": "10-Q"), or None (none, or several)."""
+    named = [form for form, pattern in _FORM_NAMED if pattern.search(question)]
+    return named[0] if len(named) == 1 else None
+
+
+def of_form(h: Held, form: str | None) -> bool:
+    """Whether a document is of the kind named (an earnings release may be filed as an 8-K's exhibit)."""
+    if form is None:
+        return True
+    if form == "annual":
+        return h.form in ANNUAL
+    if form == "8-K":
+        return h.form in ("8-K", "earnings release")
+    return h.form == form
 
 
 def _only_of_quarter(held: Sequence[Held], years: Sequence[int], quarter: int | None) -> list[Held]:
@@ -232,7 +259,10 @@ def statement_documents(scope: Scope) -> list[uuid.UUID]:
     quarter = scope.quarter
     year = max(scope.years) if scope.years else None
 
-    def key(h: Held) -> int:
+    def key(h: Held) -> tuple[int, int]:
+        return int(not of_form(h, scope.form)), tier(h)
+
+    def tier(h: Held) -> int:
         annual = h.form in ANNUAL
         if year is None or h.fiscal_year is None:
             tier = 9
