@@ -368,25 +368,27 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
               pages: dict[str, dict[str, int]], unheld: list[str]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
 
-    def add(issuer: Issuer, year: int, kind: str, question: str, answer: str, part: str) -> None:
+    def add(issuer: Issuer, year: int, kind: str, question: str, answer: str, part: str, **slots: object) -> None:
         doc = held[(issuer.name, year)]
         out.append({"financebench_id": f"gen_{len(out):04d}", "doc_name": doc, "question_type": kind,
                     "question": question, "answer": answer, "answerable": True,
-                    "evidence": [{"evidence_page_num": pages[doc][part] - 1, "evidence_text": ""}]})
+                    "evidence": [{"evidence_page_num": pages[doc][part] - 1, "evidence_text": ""}],
+                    "_slots": {"issuer": issuer.short, "year": year, **slots}})
 
     for issuer in all_issuers:
         for year in years:
             name, item, part, ask = rng.choice(LOOKUPS)
             value = issuer.years[year][item]
             add(issuer, year, "lookup", f"What is the FY{year} {name} for {issuer.short}? {ask}",
-                f"${abs(value):,.2f}".replace(",", ""), part)
+                f"${abs(value):,.2f}".replace(",", ""), part, name=name)
             f = issuer.years[year]
             margin = f["gross profit"] / f["net sales"] * 100
             add(issuer, year, "metric", f"What is {issuer.short}'s FY{year} gross margin (as a %)? Round your answer "
-                f"to one decimal place.", f"{margin:.1f}%", "income")
+                f"to one decimal place.", f"{margin:.1f}%", "income", metric="gross margin")
             capex = -f["purchases of property and equipment"] / f["net sales"] * 100
             add(issuer, year, "metric", f"What is the FY{year} capital expenditure as a % of revenue for "
-                f"{issuer.short}? Answer in units of percents and round to one decimal place.", f"{capex:.1f}%", "cash")
+                f"{issuer.short}? Answer in units of percents and round to one decimal place.", f"{capex:.1f}%", "cash",
+                metric="capex")
             add(issuer, year, "reason", f"What drove the change in {issuer.short}'s net sales in FY{year}?",
                 issuer.reasons[year].replace("{seg}", ""), "mdna")
             margin, was = operating_margin(issuer, year), operating_margin(issuer, year - 1)
@@ -399,7 +401,7 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
             parts = segments(issuer, year)
             first = (max if most else min)(parts, key=lambda name: parts[name][item])
             add(issuer, year, "choice", f"Which of {issuer.short}'s segments had the {'highest' if most else 'lowest'} "
-                f"{item} in FY{year}?", first, "segments")
+                f"{item} in FY{year}?", first, "segments", item=item, sup="highest" if most else "lowest")
             if year == years[-1]:  # how the gross margin moved over the latest filing's years
                 gross = f["gross profit"] / f["net sales"] * 100
                 was = issuer.years[year - 1]["gross profit"] / issuer.years[year - 1]["net sales"] * 100
@@ -423,8 +425,52 @@ def questions(rng: random.Random, all_issuers: list[Issuer], years: list[int], h
     return out
 
 
-def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: int = 2) -> Path:
-    """Write out/pdfs/*.pdf and out/filings.jsonl; the questions file's path."""
+def _period(rng: random.Random, year: int) -> str:
+    return rng.choice([f"FY{year}", f"fiscal {year}", f"fiscal year {year}", f"FY{year % 100:02d}",
+                       f"FY '{year % 100:02d}", f"the {year} fiscal year", f"{year}", f"fy {year}"])
+
+
+# other wordings of each kind of question: terse shorthand, wrapped in instructions, casual lower case, a definition
+_WORDINGS: dict[str, list[str]] = {
+    "lookup": ["{I} {name}, {P}?", "{I} {P} {name} ($mm)", "Please report {I}'s {name} for {P}. Answer in millions.",
+               "You are an analyst. Using {I}'s filing, what was its {name} in {P}?",
+               "what was {i}'s {lname} in {P}?", "how much was {I}'s {name} in {P}?", "{name} of {I} for {P}?",
+               "Give me the {name} {I} reported for {P}, in USD millions."],
+    "gross margin": ["{I} gross margin {P}, %", "what was {i}'s gross margin in {P}?",
+                     "Compute {I}'s gross margin for {P}, defined as gross profit / net sales.",
+                     "{I}'s gross profit as a percentage of net sales in {P}?",
+                     "As an analyst, please calculate the gross margin of {I} for {P} (in percent, one decimal)."],
+    "capex": ["{I} capex % of revenue {P}", "what percent of {i}'s revenue went to capital expenditures in {P}?",
+              "Compute {I}'s capital expenditure as a percentage of revenue for {P}.",
+              "{I} {P}: capex as a % of net sales?", "capex to revenue for {i}, {P}?"],
+    "choice": ["{I} segment with the {sup} {item}, {P}?", "which {i} segment had the {sup} {item} in {P}?",
+               "In {P}, which of {I}'s segments posted the {sup} {item}?",
+               "Please name the segment of {I} with the {sup} {item} for {P}."],
+}
+
+
+def reworded(questions: list[dict[str, object]], seed: int) -> list[dict[str, object]]:
+    """Each question of a kind the grammar knows in one of its other wordings, with another period notation, drawn
+    from a stream of its own (the documents and the answers are unchanged)."""
+    rng = random.Random(f"wordings-{seed}")
+    out = []
+    for q in questions:
+        slots = dict(q.get("_slots") or {})  # type: ignore[call-overload]
+        kind = str(slots.get("metric") or q["question_type"])
+        if kind in _WORDINGS and slots:
+            issuer = str(slots["issuer"])
+            text = rng.choice(_WORDINGS[kind]).format(
+                I=issuer, i=issuer.lower(), P=_period(rng, int(slots["year"])), name=slots.get("name", ""),
+                lname=str(slots.get("name", "")).lower(), item=slots.get("item", ""), sup=slots.get("sup", ""))
+            q = {**q, "question": text[:1].upper() + text[1:] if not text.startswith(issuer.lower()) else text}
+        out.append(q)
+    return out
+
+
+def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: int = 2,
+             wordings: str = "plain") -> Path:
+    """Write out/pdfs/*.pdf and out/filings.jsonl; the questions file's path. `wordings="varied"`: the questions in
+    other wordings (`reworded`), the documents the same."""
     rng = random.Random(seed)
     years = list(range(2021 - nyears + 1, 2022))
     made = issuers(rng, count + unheld, years)
@@ -440,6 +486,9 @@ def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: 
             pages[doc] = draw_filing(out / "pdfs" / f"{doc}.pdf", issuer, year, rng)
             info.append({"doc_name": doc, "company": issuer.name, "doc_type": "10k", "doc_period": year})
     qs = questions(rng, held_issuers, years, held, pages, [o.short for o in outsiders])
+    if wordings == "varied":
+        qs = reworded(qs, seed)
+    qs = [{k: v for k, v in q.items() if k != "_slots"} for q in qs]
     path = out / "filings.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in qs), encoding="utf-8")
     (out / "document_information.jsonl").write_text("".join(json.dumps(i) + "\n" for i in info), encoding="utf-8")
@@ -453,8 +502,11 @@ def main() -> None:
     parser.add_argument("--years", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--unheld", type=int, default=2, help="issuers asked about and not in the collection")
+    parser.add_argument("--wordings", choices=("plain", "varied"), default="plain",
+                        help="varied: each question in another wording drawn from a grammar (terse, wrapped, casual, "
+                             "defined), with another period notation")
     args = parser.parse_args()
-    path = generate(args.out, args.issuers, args.years, args.seed, args.unheld)
+    path = generate(args.out, args.issuers, args.years, args.seed, args.unheld, args.wordings)
     print(f"wrote {path} and {args.out / 'pdfs'}; measure with: ragd eval {path}")
 
 
