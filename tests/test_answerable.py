@@ -60,8 +60,10 @@ def test_an_issuer_its_documents_name_is_no_word_pair_the_passage_must_hold() ->
 
 
 def test_one_issuers_filings_are_look_alikes_even_when_one_alone_is_relevant() -> None:
-    passage = _c(1, "Capital spending in 2022 was $1.7 billion. The business reported data on its intensive care "
-                    "products. Results were based on sales.", title="Quorra \u00b7 Form 10-K \u00b7 fiscal year 2022")
+    # the question's words scattered: "business" and "intensive" further apart than a phrase's window
+    passage = _c(1, "Capital spending in 2022 was $1.7 billion. The business reported data on all of its many "
+                    "intensive care products. Results were based on sales.",
+                 title="Quorra \u00b7 Form 10-K \u00b7 fiscal year 2022")
     question = "Is Quorra a capital intensive business based on 2022 data?"
     one = judge(question, [passage], {}, 100, threshold=0.15, reranked=True, satisfied=frozenset({"Quorra"}))
     assert not one.abstain  # one source: its wording differs from the question's, nothing competes

@@ -50,9 +50,10 @@ from .abstain import rrf
 from .extractive import table_lines
 
 # Words that frame a question rather than name what it is about: how it asks (interrogatives, "respectively"),
-# what it wants done (compare, rank, add up, explain) and how much. They are not evidence a passage must hold:
-# "which year was revenue highest" is answered by a table that never says "highest". The list is of English, not
-# of any collection.
+# what it wants done (compare, rank, add up, explain) and how much, and the words that describe the answer
+# rather than constrain it ("mainly", "significant", "roughly", "the company", "based on"). They are not evidence
+# a passage must hold: "which year was revenue highest" is answered by a table that never says "highest". The list
+# is of English, not of any collection.
 FRAMING = frozenset("""
 what which who whom whose when where why how whether many much respectively both each either neither every all
 any also please tell give list name state describe explain define mean means meant refer refers referred
@@ -69,6 +70,9 @@ year years period periods fiscal annual annually quarter quarters respective
 type types kind kinds component components item items element elements category categories part parts detail
 details analysis disclosure disclose disclosed calculate calculated calculation compute computed represent
 represents represented consist consists include includes included including
+mainly mostly primarily largely chiefly roughly approximately around about nearly almost significant significantly
+major main key notable notably overall generally really actually currently basically essentially
+company companies firm based basis get gets got getting
 """.split())
 # Function words: PostgreSQL's `english` stop words that matter here, and the question's own.
 STOP = frozenset("""
