@@ -368,6 +368,8 @@ def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env:
     assert figures["filing@1"] >= 0.9  # the right issuer and year among six look-alikes
     assert figures["unanswerable_abstained"] == 1.0
     assert figures["correct"] >= 0.6 and figures["wrong"] <= 0.1
+    # what a generator would be given: the evidence page among the context's pages
+    assert figures["context_page_recall"] >= 0.8
     stages = figures["stage_p50_ms"]  # where the time goes
     assert {"embed", "lexical", "generate"} <= set(stages) and all(v >= 0 for v in stages.values())
     with open(tmp_path / "filings_per_query.csv", encoding="utf-8") as fh:

@@ -103,6 +103,8 @@ def test_the_consolidated_statement_is_read_before_a_part_of_the_group() -> None
     "Quorra segment with lowest net revenue, 1Q21?",  # a choice: its answer is a name, never the total
     "Quorra 2022 sales growth: US vs international",  # a part of the business after the item
     "What was revenue in the US in 2021?",
+    "Which categories of revenue grew in 2021?",  # a list: the passages say
+    "Describe the capital expenditure plans for 2022.",
 ])
 def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str) -> None:
     from ragd.answer.statements import asked

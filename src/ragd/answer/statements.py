@@ -225,7 +225,8 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
         if part and whole and part != whole:
             return _share(part, whole), None
         return None, None
-    if qualified(question) or _derived(question) or _whether(question) or _SUPERLATIVE.search(question):
+    if qualified(question) or _derived(question) or _whether(question) or _SUPERLATIVE.search(question) or \
+            _TEXT_Q.match(question):
         return None, None
     return None, named_concept(question)
 
@@ -244,6 +245,9 @@ _DERIVED = re.compile(r"\b(?:ratios?|turnover|margins?|rates?|cycle|days|per|yie
 _YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should)\b", re.IGNORECASE)
 
 
+# a question whose answer is a name, a list or an explanation ("Which categories of revenue ...", "Who ...",
+# "Describe ..."): the passages answer it, never one line item's figure
+_TEXT_Q = re.compile(r"^\s*(?:which|who|whom|list|name|describe|explain|why|in\s+which|for\s+which)\b", re.IGNORECASE)
 # a choice among several ("segment with the lowest net revenue"): its answer is a name, never one total
 # (after "the", "with", a verb of having or being: "Best Buy" is a name, "with lowest net revenue" a choice)
 _SUPERLATIVE = re.compile(r"\b(?i:the|with|had|has|have|was|were|is|are|its|their)\s+(?:single\s+)?(?:highest|lowest|"
