@@ -457,7 +457,8 @@ def reworded(questions: list[dict[str, object]], seed: int) -> list[dict[str, ob
     for q in questions:
         slots = dict(q.get("_slots") or {})  # type: ignore[call-overload]
         kind = str(slots.get("metric") or q["question_type"])
-        if kind in _WORDINGS and slots:
+        if kind in _WORDINGS and slots and (kind != "choice" or "item" in slots) and (kind != "lookup" or "name" in
+                                                                                      slots):
             issuer = str(slots["issuer"])
             text = rng.choice(_WORDINGS[kind]).format(
                 I=issuer, i=issuer.lower(), P=_period(rng, int(slots["year"])), name=slots.get("name", ""),

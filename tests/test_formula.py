@@ -105,6 +105,8 @@ def test_the_consolidated_statement_is_read_before_a_part_of_the_group() -> None
     "What was revenue in the US in 2021?",
     "Which categories of revenue grew in 2021?",  # a list: the passages say
     "Describe the capital expenditure plans for 2022.",
+    "What is Quorra's Cloud revenue in 2021?",  # a part of the business named before the item
+    "What were total current assets and total current liabilities in 2021?",  # two items: one is no answer
 ])
 def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str) -> None:
     from ragd.answer.statements import asked
@@ -119,6 +121,10 @@ def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str
     ("What were Best Buy's total inventories in 2019?", "inventory"),
     ("What is the 2021 cash conversion ratio?", "cash conversion"),
     ("Quorra capex % of revenue, 3-yr avg 2017-2019", "capex to revenue"),
+    ("Capex to revenue for Quorra Networks, 2020?", "capital expenditure as a percent of revenue"),
+    ("What percent of quorra's revenue went to capital expenditures in 2021?",
+     "capital expenditure as a percent of revenue"),
+    ("Vantor Retail COGS, 2020?", "cogs"),  # "Retail": a word of the issuer's name, not a part of the business
 ])
 def test_terse_and_casual_wordings_name_the_metric(question: str, name: str) -> None:
     from ragd.answer.statements import asked

@@ -114,7 +114,8 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
         answerable = Judgement(False, "statements", evidence=tuple(stated.cited()))
     elif isinstance(stated, Missing) and stated.metric:  # a metric whose operands the statements do not give
         answerable = Judgement(True, "statements", stated.reason)
-    elif not evidence.abstain and s.answerable:
+    elif not evidence.abstain and s.answerable and not _shows_choice(read.text, understood, ranked, scope, reranked,
+                                                                      rerank_floor):
         answerable = _answerable(read.text, ranked, col, reranked, rerank_floor if reranked else rrf_floor, timings,
                                  scope)
     context = select(ranked, col.counter, Budget())
@@ -344,6 +345,20 @@ def _led_by(lead: Sequence[Candidate], ranked: Sequence[Candidate], k: int) -> l
     first = [dataclasses.replace(c, score=top) for c in lead]
     held = {c.chunk_id for c in first}
     return [*first, *(c for c in ranked if c.chunk_id not in held)][:max(k, len(first))]
+
+
+def _shows_choice(asked: str, question: str, ranked: Sequence[Candidate], scope: Scope, reranked: bool,
+                  floor: float) -> bool:
+    """Whether a choice asked of a named issuer ("which of its segments had the highest X") is shown by a table of
+    its documents retrieved: that table answers it, whatever words of the question its passages repeat (the
+    answerability checks are then not asked; `_extractive` reads the same table)."""
+    if not scope.issuers or choice.asked(asked) is None:
+        return False
+    relevant = [c for c in ranked if c.rerank_score is not None and probability(c.rerank_score) >= floor] \
+        if reranked else list(ranked)
+    years = periods.years_asked(asked)
+    quarter = periods.quarters_asked(question).get(years[-1]) if years else None
+    return choice.choose(asked, relevant, years, quarter) is not None
 
 
 def _issuer_names(question: str, scope: Scope | None) -> frozenset[str]:

@@ -201,7 +201,10 @@ def qualified(question: str) -> bool:
     if named is None:
         return False
     before = question[: named[0]]
-    return bool(_PART.search(before) or _NAMED_PART.search(before) or _PART_AFTER.match(question, named[2]))
+    part = _NAMED_PART.search(before)
+    if part and re.search(r"(?:^|\s)[A-Z][\w&.-]*\s+$", before[: part.start()]):
+        part = None  # "Vantor Retail COGS": a word of a name ("Microsoft's Cloud revenue": a part)
+    return bool(_PART.search(before) or part or _PART_AFTER.match(question, named[2]))
 
 
 def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None]:
@@ -219,6 +222,15 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
         return metric, None
     if any(m.pattern.search(question) for m in METRICS):  # a metric whose name only holds a known one's
         return None, None
+    went = _WENT_TO.search(question)  # "what percent of its revenue went to capital expenditures"
+    if went:
+        part, whole = named_concept(went.group("part")), named_concept(went.group("whole"))
+        if part and whole and part != whole:
+            return _share(part, whole), None
+        return None, None
+    pair = _pair(question)  # "capex to revenue", "COGS / sales"
+    if pair is not None:
+        return pair, None
     share = _SHARE_OF.search(question)
     if share:
         part, whole = named_concept(question[: share.start()]), named_concept(share.group("whole"))
@@ -226,9 +238,44 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
             return _share(part, whole), None
         return None, None
     if qualified(question) or _derived(question) or _whether(question) or _SUPERLATIVE.search(question) or \
-            _TEXT_Q.match(question):
+            _TEXT_Q.match(question) or len(_concepts(question)) > 1:  # two items named: one is no answer
         return None, None
     return None, named_concept(question)
+
+
+_WENT_TO = re.compile(r"\b(?:percent(?:age)?|share|proportion|fraction|%)\s+of\s+(?P<whole>[^?]{2,80}?)\s+"
+                      r"(?:went|goes|go|was\s+spent|is\s+spent|were\s+spent|was\s+used|is\s+used|was\s+paid|"
+                      r"was\s+devoted|was\s+allocated)\s+(?:to|on|for|into|as)\s+(?P<part>[^?]{2,80}?)"
+                      r"(?=\s+(?:in|for|during|over|at)\b|[?.,]|$)", re.IGNORECASE)
+_RATIO_JOINT = re.compile(r"\s*(?:to|/|over|-to-)\s*", re.IGNORECASE)
+
+
+def _spans(question: str) -> list[tuple[int, int, str]]:
+    """The line items a question names, as (start, end, concept), left to right, the longest name where they
+    overlap."""
+    lower = question.lower()
+    found = sorted(((m.start(), -len(term), concept) for concept, terms in TERMS.items() for term in terms
+                    if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))))
+    out: list[tuple[int, int, str]] = []
+    for start, length, concept in found:
+        if out and start < out[-1][1]:
+            continue
+        out.append((start, start - length, concept))
+    return out
+
+
+def _concepts(question: str) -> set[str]:
+    return {concept for _, _, concept in _spans(question)}
+
+
+def _pair(question: str) -> Metric | None:
+    """"A to B" or "A / B" of two line items the question names side by side: the ratio of the two (as a percent
+    of B)."""
+    spans = _spans(question)
+    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+        if a != b and _RATIO_JOINT.fullmatch(question[end:start]):
+            return _share(a, b)
+    return None
 
 
 # the head of a measure's name: a known metric's name followed by one names another measure ("cash conversion
