@@ -404,8 +404,8 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
     """The context's best sentences, each with its marker, chosen for what the question `asked` (its instructions
     set apart; the arithmetic reads the whole question). After a rerank only chunks the cross-encoder itself
     judged relevant enough may be quoted, and it scores the sentences; when the answerability checks ran, only the
-    chunks that passed them (`supported`). A computation asked that cannot be done is an abstention saying why and
-    showing the rows found nearest (the answer is the quantity asked, or none). A
+    chunks that passed them (`supported`). A computation asked of a document the question `named` (an issuer's
+    filing) that cannot be done is an abstention saying why and showing the rows found nearest. A
     question choosing among several by a measure is answered from a table showing them all (answer.choice)."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
@@ -427,16 +427,21 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
     if isinstance(calc, Calculation):
         checked = check(calc.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=calc.as_dict())
-    if isinstance(calc, Refusal):  # a computation asked that cannot be finished: an abstention saying what was found
+    if isinstance(calc, Refusal) and named:  # of a named filing: an abstention saying why and what was found
         found = "; ".join(row for row, _ in calc.rows[:3])
         return _Written(ABSTAIN_ANSWER, reason=f"the {calc.operation.replace('_', ' ')} could not be computed: "
                                                f"{calc.reason}" + (f"; closest: {found}" if found else ""), told=True)
     quoted = extract(asked, quotable, model).text
+    calculation = None
+    if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
+        rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted
+        quoted = f"The {calc.operation.replace('_', ' ')} could not be computed: {calc.reason}. {rows}".strip()
+        calculation = {"operation": calc.operation, "refused": calc.reason}
     checked = check(quoted, context)
     if not checked.cited:
         return _Written(ABSTAIN_ANSWER, invalid=checked.invalid,
                         reason="no sentence of the context supports an answer")
-    return _Written(checked.text, checked.cited, checked.invalid)
+    return _Written(checked.text, checked.cited, checked.invalid, calculation=calculation)
 
 
 def _generated(question: str, context: Sequence[Candidate], generator: Generator) -> _Written:
