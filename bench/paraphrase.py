@@ -22,6 +22,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from _results import Results
+
 HERE = Path(__file__).resolve().parent
 REWRITES = HERE / "paraphrases" / "financebench_dev.jsonl"
 STYLES = ("original", "terse", "wrapped", "casual")
@@ -64,15 +66,17 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data" / "qa" / "financebench")
     parser.add_argument("--home", type=Path, default=None, help="RAGD_HOME to keep the collection in")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--scored", action="store_true", help="score the eval already in --out (do not ask again)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="ragd-paraphrase-"))
     path, index = build(args.data, out / "set")
     env = {**os.environ, **({"RAGD_HOME": str(args.home)} if args.home else {})}
     ragd = Path(sys.executable).with_name("ragd")
-    run = subprocess.run([str(ragd), "eval", str(path), "--documents", str(args.data / "pdfs"),
-                          "--out", str(out / "eval")], env=env, check=False)
-    if run.returncode not in (0, 5):
-        return run.returncode
+    if not args.scored:
+        run = subprocess.run([str(ragd), "eval", str(path), "--documents", str(args.data / "pdfs"),
+                              "--out", str(out / "eval")], env=env, check=False)
+        if run.returncode not in (0, 5):
+            return run.returncode
     with open(out / "eval" / "filings_per_query.csv", encoding="utf-8") as fh:
         rows = {r["query_id"]: r for r in csv.DictReader(fh)}
     companies = sorted({c for _, _, c in index.values()})
@@ -93,10 +97,14 @@ def main() -> int:
     figures["agreement"] = {"share": round(sum(agree) / max(len(agree), 1), 3), "n": len(agree)}
     for name, f in figures.items():
         print(f"{name:22} " + "  ".join(f"{k} {v}" for k, v in f.items()))
-    results = HERE / "results"
-    if os.environ.get("RAGD_BENCH_SAVE", "1") != "0":
-        results.mkdir(exist_ok=True)
-        (results / "paraphrase.json").write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n", "utf-8")
+    results = Results("paraphrase", config={"questions": len(by_question), "wordings": list(STYLES)})
+    for name, f in figures.items():
+        if name != "agreement":
+            half, style = name.split(":")
+            results.row("answers by wording (FinanceBench development half)", companies=half, wording=style, **f)
+    agreement = figures["agreement"]
+    results.row("paraphrase agreement", questions=agreement["n"], all_four_agree=agreement["share"])
+    results.save()
     return 0
 
 

@@ -38,6 +38,7 @@ BENCHES = [
     ("remote", "remote.py", "python bench/remote.py"),
     ("scale", "scale.py", "python bench/scale.py --home DIR"),
     ("peers", "peers/run.py", "python bench/peers/run.py"),
+    ("paraphrase", "paraphrase.py", "python bench/paraphrase.py --home DIR"),
 ]
 COMMANDS = {name: command for name, _, command in BENCHES}
 
