@@ -45,6 +45,8 @@ _FY_RANGE = re.compile(rf"\b{_FISCAL_WORD.replace('year', 'years?')}{_YY}\s*(-|\
 _FY_ANY = re.compile(rf"\b{_FISCAL_WORD}{_YY}\b(?!\s*%)", re.IGNORECASE)
 # "the 2022 fiscal year", "2021 fiscal period", "2022 fiscal"
 _YEAR_FISCAL = re.compile(r"\b(?:the\s+)?((?:19|20)\d\d)\s+fiscal(?:\s+(?:year|period))?\b", re.IGNORECASE)
+# a year as questions and statements write it ("2015," is 2015; "2,015", "$2015" and "2015.5" are none)
+YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 _QUARTER_YEAR = re.compile(r"\bQ([1-4]) FY((?:19|20)\d\d)\b")
 _HALF_YEAR = re.compile(r"\bH([12]) FY((?:19|20)\d\d)\b")
 
@@ -104,7 +106,6 @@ class Period:
                 else f"FY{self.year}")
 
 
-_ANY_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 
 
 def periods(text: str) -> tuple[Period, ...]:
@@ -117,7 +118,7 @@ def periods(text: str) -> tuple[Period, ...]:
         for m in pattern.finditer(text):
             found.append((m.start(), Period(int(m.group(2)), **{part: int(m.group(1))})))
             spans.append(m.span())
-    for m in _ANY_YEAR.finditer(text):
+    for m in YEAR.finditer(text):
         if not any(a <= m.start() < b for a, b in spans):
             found.append((m.start(), Period(int(m.group(1)))))
     return tuple(dict.fromkeys(p for _, p in sorted(found, key=lambda f: f[0])))

@@ -22,10 +22,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..fiscal import YEAR
 from . import statements
 from .arithmetic import parse_number
 from .metrics import METRICS
-from .periods import YEAR, Fact, Table, find, find_labelled
+from .periods import Fact, Table, find, find_labelled
 from .statements import Computed, Missing, _name, named_concept
 from .vocabulary import TERMS
 

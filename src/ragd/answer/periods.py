@@ -8,14 +8,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..fiscal import ORDINALS, QUARTER_NAMED, quarter_number
+from ..fiscal import ORDINALS, QUARTER_NAMED, YEAR, quarter_number
 from ..types import Candidate
 from .answerable import stem
 from .arithmetic import parse_number
 from .extractive import table
 from .vocabulary import LINE_ITEMS, OUTFLOWS, UNIT, concept_of, label_key, statement_named
 
-YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 RANGE = re.compile(r"\b((?:19|20)\d\d)\s*(?:-|\u2013|to|through)\s*((?:19|20)\d\d)\b")
 AVERAGE = re.compile(r"\b(?:average|mean|avg)\b", re.IGNORECASE)
 

@@ -23,12 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fiscal import FY, FY_SHORT, QUARTER_NAMED, canonical, quarter_number
+from ..fiscal import FY, FY_SHORT, QUARTER_NAMED, YEAR, canonical, quarter_number
 from ..issuers import core_name
 
 _QUARTER = re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?'?((?:19|20)\d\d)\b"
                       r"|\b((?:19|20)\d\d)\s*Q([1-4])\b", re.IGNORECASE)
-_YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&.'\u2019-]*")
 _POSSESSIVE = re.compile(r"\b([A-Z][A-Za-z0-9&.-]{1,30})['\u2019]s\b")
 COVERS_BACK = 2  # a filing of fiscal year Y also reports Y-1 and Y-2 (its comparatives)
@@ -90,7 +89,7 @@ def periods(question: str) -> str:
 
 
 def years_of(question: str) -> tuple[int, ...]:
-    found = [int(y) for y in _YEAR.findall(question)] + [int(y) for y in FY.findall(question)]
+    found = [int(y) for y in YEAR.findall(question)] + [int(y) for y in FY.findall(question)]
     found += [2000 + int(y) for y in FY_SHORT.findall(question)]
     return tuple(sorted(set(found)))
 
