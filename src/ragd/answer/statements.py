@@ -172,14 +172,20 @@ def named_concept(text: str) -> str | None:
 _NOT_BEFORE = {"cash": r"(?!\s+(?:flows?|conversion|dividends?|proceeds|paid|used|provided|generated|from|taxes)\b)"}
 
 
-def _named(text: str) -> tuple[int, str, int] | None:
+def _mentions(text: str) -> list[tuple[int, int, str]]:
+    """Each name of the vocabulary's line items the text says, at its first place: (start, end, concept)."""
     lower = text.lower()
-    spans = [(-len(term), m.start(), concept) for concept, terms in TERMS.items() for term in terms
-             if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))]
-    if not spans:
+    return [(m.start(), m.end(), concept) for concept, terms in TERMS.items() for term in terms
+            if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))]
+
+
+def _named(text: str) -> tuple[int, str, int] | None:
+    """The longest name the text says (the first of them): (start, concept, end)."""
+    mentions = _mentions(text)
+    if not mentions:
         return None
-    length, start, concept = min(spans)
-    return start, concept, start - length
+    start, end, concept = min(mentions, key=lambda x: (x[0] - x[1], x[0], x[2]))
+    return start, concept, end
 
 
 # a line item named with a part of the business before it ("US sales", "international revenue", "Cloud revenue",
@@ -216,11 +222,11 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
         if not cause:
             return None, None
         question = _CAUSE.sub(" ", question)
-    metric = next((m for m in METRICS if (found := m.pattern.search(question)) and not _compound(question, found)),
-                  None)
+    hits = [(m, found) for m in METRICS if (found := m.pattern.search(question))]
+    metric = next((m for m, found in hits if not _compound(question, found)), None)
     if metric is not None:
         return metric, None
-    if any(m.pattern.search(question) for m in METRICS):  # a metric whose name only holds a known one's
+    if hits:  # a metric whose name only holds a known one's
         return None, None
     went = _WENT_TO.search(question)  # "what percent of its revenue went to capital expenditures"
     if went:
@@ -253,14 +259,10 @@ _RATIO_JOINT = re.compile(r"\s*(?:to|/|over|-to-)\s*", re.IGNORECASE)
 def _spans(question: str) -> list[tuple[int, int, str]]:
     """The line items a question names, as (start, end, concept), left to right, the longest name where they
     overlap."""
-    lower = question.lower()
-    found = sorted(((m.start(), -len(term), concept) for concept, terms in TERMS.items() for term in terms
-                    if (m := re.search(rf"(?<![\w&]){re.escape(term)}(?![\w&]){_NOT_BEFORE.get(term, '')}", lower))))
     out: list[tuple[int, int, str]] = []
-    for start, length, concept in found:
-        if out and start < out[-1][1]:
-            continue
-        out.append((start, start - length, concept))
+    for start, end, concept in sorted(_mentions(question), key=lambda x: (x[0], x[0] - x[1], x[2])):
+        if not out or start >= out[-1][1]:
+            out.append((start, end, concept))
     return out
 
 
