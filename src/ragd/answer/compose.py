@@ -9,12 +9,14 @@ engine."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import time
 import uuid
+from collections import abc
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -263,11 +265,8 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
     hint = statements.statement_hint(read.instructions)
     percent = statements.asks_percent(read.asked)
     outcome: Computed | Chosen | Missing | None = None
-    with col.client.reading(col.tenant) as conn:
-        for doc_id in statement_documents(scope)[:3]:
-            rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
-                                                          "collection_id": col.collection_id}).fetchall()
-            chunks = [candidate(row, 0.0) for row in rows]
+    with contextlib.closing(_statement_chunks(scope, col)) as documents:
+        for chunks in documents:
             if chooses is not None:
                 outcome = choice.choose(read.text, chunks, years)
             else:  # the quarters are read from the question as asked: read.text writes "Q2 of FY2023" as its year
@@ -280,6 +279,16 @@ def _from_statements(read: ReadQuestion, scope: Scope, col: Asked, timings: dict
     return outcome
 
 
+def _statement_chunks(scope: Scope, col: Asked) -> abc.Generator[list[Candidate], None, None]:
+    """The table chunks of the named issuers' documents whose statements a figure is read from, a document at a
+    time in the order of `statement_documents` (the first three), on one read connection."""
+    with col.client.reading(col.tenant) as conn:
+        for doc_id in statement_documents(scope)[:3]:
+            rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
+                                                          "collection_id": col.collection_id}).fetchall()
+            yield [candidate(row, 0.0) for row in rows]
+
+
 def _defined(definition: formula.Definition, read: ReadQuestion, scope: Scope, col: Asked,
              timings: dict[str, float], years: Sequence[int]) -> Computed | Missing:
     """The formula a question defines, computed for its latest year from the statements of the first of the named
@@ -289,11 +298,9 @@ def _defined(definition: formula.Definition, read: ReadQuestion, scope: Scope, c
     quarter = periods.quarters_asked(read.asked).get(max(years))
     first: Missing | None = None
     outcome: Computed | Missing | None = None
-    with col.client.reading(col.tenant) as conn:
-        for doc_id in statement_documents(scope)[:3]:
-            rows = conn.execute(queries.DOCUMENT_TABLES, {"doc_id": doc_id,
-                                                          "collection_id": col.collection_id}).fetchall()
-            tables = [t for row in rows for t in periods.Table.read(candidate(row, 0.0))]
+    with contextlib.closing(_statement_chunks(scope, col)) as documents:
+        for chunks in documents:
+            tables = [t for c in chunks for t in periods.Table.read(c)]
             outcome = formula.compute(definition, tables, max(years), hint, quarter,
                                       percent=statements.asks_percent(read.asked))
             if isinstance(outcome, Computed):
@@ -354,11 +361,19 @@ def _shows_choice(asked: str, question: str, ranked: Sequence[Candidate], scope:
     answerability checks are then not asked; `_extractive` reads the same table)."""
     if not scope.issuers or choice.asked(asked) is None:
         return False
-    relevant = [c for c in ranked if c.rerank_score is not None and probability(c.rerank_score) >= floor] \
-        if reranked else list(ranked)
+    return choice.choose(asked, _relevant(ranked, reranked, floor), *_period_asked(asked, question)) is not None
+
+
+def _relevant(chunks: Sequence[Candidate], reranked: bool, floor: float) -> list[Candidate]:
+    """After a rerank, the chunks the cross-encoder judged relevant enough (at or above `floor`); else all."""
+    return [c for c in chunks if c.rerank_score is not None and probability(c.rerank_score) >= floor] \
+        if reranked else list(chunks)
+
+
+def _period_asked(asked: str, question: str) -> tuple[list[int], int | None]:
+    """The years `asked` names, and the fiscal quarter the question names of the last of them."""
     years = periods.years_asked(asked)
-    quarter = periods.quarters_asked(question).get(years[-1]) if years else None
-    return choice.choose(asked, relevant, years, quarter) is not None
+    return years, periods.quarters_asked(question).get(years[-1]) if years else None
 
 
 def _issuer_names(question: str, scope: Scope | None) -> frozenset[str]:
@@ -409,17 +424,14 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
     question choosing among several by a measure is answered from a table showing them all (answer.choice)."""
     reranker = col.client.reranker
     model = reranker if reranked and isinstance(reranker, CrossEncoder) else None
-    quotable = [c for c in context if c.rerank_score is not None
-                and probability(c.rerank_score) >= threshold] if reranked else list(context)
+    quotable = _relevant(context, reranked, threshold)
     relevant = quotable
     if supported is not None:
         quotable = [c for c in quotable if c.chunk_id in supported]
     # a table of the named document showing the options answers a choice though it does not say the question's
     # words ("business segments", "lowest"): retrieval kept to that issuer's filings, and the table's own rows say
     # which options and figures it holds
-    years = periods.years_asked(asked)
-    quarter = periods.quarters_asked(question).get(years[-1]) if years else None
-    chosen = choice.choose(asked, relevant if named else quotable, years, quarter)
+    chosen = choice.choose(asked, relevant if named else quotable, *_period_asked(asked, question))
     if chosen is not None:  # which of several stands first by a measure, from a table showing them all
         checked = check(chosen.sentence(), context)
         return _Written(checked.text, checked.cited, checked.invalid, calculation=chosen.as_dict())
