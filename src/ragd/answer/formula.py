@@ -226,9 +226,9 @@ def compute(definition: Definition, tables: Sequence[Table], year: int, hint: st
     was found and what was not when an operand is not there."""
     found: list[Fact] = []
     missing: list[str] = []
-    values: dict[int, float] = {}
+    values: list[float] = []  # each operand's, in the order the tree holds them
     used_years: set[int] = set()
-    for index, op in enumerate(_operands(definition.tree)):
+    for op in _operands(definition.tree):
         at = op.years or ((year - 1,) if op.prior else (year,))
         if op.how in ("average", "change") and len(at) == 1:
             at = (at[0] - 1, at[0])
@@ -246,17 +246,12 @@ def compute(definition: Definition, tables: Sequence[Table], year: int, hint: st
                 found += read
             used_years.add(y)
         if len(facts) == (len(at) if op.how in ("average", "change") else 1):
-            if op.how == "average":
-                values[index] = sum(facts) / len(facts)
-            elif op.how == "change":
-                values[index] = facts[-1] - facts[0]
-            else:
-                values[index] = facts[0]
+            values.append(sum(facts) / len(facts) if op.how == "average" else
+                          facts[-1] - facts[0] if op.how == "change" else facts[0])
     if missing:
         return Missing(definition.name, tuple(missing), metric=True, found=tuple(found))
-    counter = iter(range(len(values)))
     try:
-        result = _evaluate(definition.tree, values, counter)
+        result = _evaluate(definition.tree, iter(values))
     except ZeroDivisionError:
         return Missing(definition.name, ("a divisor that is not zero",), metric=True, found=tuple(found))
     unit = _unit(definition, found, percent)
@@ -292,16 +287,17 @@ def _covers(concept: str, item: str) -> bool:
     return len(words - named) <= max(1, len(words) // 3)
 
 
-def _evaluate(tree: Node, values: dict[int, float], counter: Iterator[int]) -> float:
+def _evaluate(tree: Node, values: Iterator[float]) -> float:
+    """The tree's value, its operands' values taken from `values` in the order `_operands` lists them."""
     kind = tree[0]
     if kind == "num":
         return float(tree[1])
     if kind == "item":
-        return values[next(counter)]
+        return next(values)
     if kind == "neg":
-        return -_evaluate(tree[1], values, counter)
-    left = _evaluate(tree[1], values, counter)
-    right = _evaluate(tree[2], values, counter)
+        return -_evaluate(tree[1], values)
+    left = _evaluate(tree[1], values)
+    right = _evaluate(tree[2], values)
     if kind == "+":
         return left + right
     if kind == "-":
@@ -313,11 +309,7 @@ def _evaluate(tree: Node, values: dict[int, float], counter: Iterator[int]) -> f
 
 def _scaled(tree: Node) -> bool:
     """Whether the expression multiplies by 100 itself."""
-    if tree[0] == "num":
-        return bool(tree[1] == 100)
-    if tree[0] == "item":
-        return False
-    return any(_scaled(child) for child in tree[1:])
+    return ("num", 100.0) in _nums(tree)
 
 
 def _divides(tree: Node) -> bool:
@@ -325,7 +317,7 @@ def _divides(tree: Node) -> bool:
 
 
 def _unit(definition: Definition, facts: Sequence[Fact], percent: bool) -> str:
-    if _DAYS.search(definition.name) or any(n == ("num", 365.0) or n == ("num", 360.0) for n in _nums(definition.tree)):
+    if _DAYS.search(definition.name) or {("num", 365.0), ("num", 360.0)} & set(_nums(definition.tree)):
         return "days"
     if percent or _PERCENT.search(definition.name):
         return "%"

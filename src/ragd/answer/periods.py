@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..fiscal import ORDINALS, QUARTER_NAMED, YEAR, quarter_number
@@ -305,27 +305,17 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     statement (or the one the question asks to rely on), with one column for the period and the most line items;
     the row whose label names the concept most specifically."""
     home = LINE_ITEMS[concept][0]
-    best: tuple[tuple[int, ...], Fact] | None = None
-    for order, t in enumerate(tables):
-        col = period_column(t, year, quarter)
-        if col is None:
-            continue
+
+    def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
         rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
                 and col < len(r) and parse_number(r[col]) is not None]
         if not rows:
-            continue
+            return None
         rank, row = min(rows, key=lambda x: x[0])
-        score = (int(t.statement == home) + int(hint is not None and t.statement == hint), int(not t.partial),
-                 t.items, -rank, -order)
-        if best is None or score > best[0]:
-            value = parse_number(row[col])
-            assert value is not None
-            if concept in OUTFLOWS:  # an expense or outflow printed in brackets is still that amount
-                value = abs(value)
-            pages = t.chunk.metadata.get("pages") or [None]
-            best = (score, Fact(concept, row[0], t.header[col], row[col].replace("$", "").strip(), value, t.unit,
-                                pages[0], t.chunk))
-    return best[1] if best else None
+        return (int(t.statement == home) + int(hint is not None and t.statement == hint), int(not t.partial),
+                t.items, -rank), row, concept
+
+    return _best_fact(tables, year, quarter, read)
 
 
 _LABEL_WORD = re.compile(r"[a-z]+")
@@ -345,24 +335,40 @@ def find_labelled(tables: Sequence[Table], words: str, year: int, hint: str | No
     wanted = _stems(words)
     if not wanted:
         return None
-    best: tuple[tuple[int, int, int, int, int], Fact] | None = None
+
+    def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
+        rows = [(len(held), r) for r in t.rows if r and col < len(r) and parse_number(r[col]) is not None
+                and wanted <= (held := _stems(r[0]))]
+        if not rows:
+            return None
+        size, row = min(rows, key=lambda x: x[0])
+        return (int(t.statement is not None), int(hint is not None and t.statement == hint), t.items,
+                -size), row, f"row:{label_key(row[0])}"
+
+    return _best_fact(tables, year, quarter, read)
+
+
+def _best_fact(tables: Sequence[Table], year: int, quarter: int | None,
+               read: Callable[[Table, int], tuple[tuple[int, ...], tuple[str, ...], str] | None]) -> Fact | None:
+    """The fact of the best-scored row `read` finds in a table's column of the period (a tie: the earlier
+    table): `read(table, column)` gives (score, row, concept) or None."""
+    best: tuple[tuple[int, ...], Fact] | None = None
     for order, t in enumerate(tables):
         col = period_column(t, year, quarter)
         if col is None:
             continue
-        rows = [r for r in t.rows if r and col < len(r) and parse_number(r[col]) is not None
-                and wanted <= _stems(r[0])]
-        if not rows:
+        found = read(t, col)
+        if found is None:
             continue
-        row = min(rows, key=lambda r: len(_stems(r[0])))
-        score = (int(t.statement is not None), int(hint is not None and t.statement == hint), t.items,
-                 -len(_stems(row[0])), -order)
-        if best is None or score > best[0]:
+        score, row, concept = found
+        if best is None or (*score, -order) > best[0]:
             value = parse_number(row[col])
             assert value is not None
+            if concept in OUTFLOWS:  # an expense or outflow printed in brackets is still that amount
+                value = abs(value)
             pages = t.chunk.metadata.get("pages") or [None]
-            best = (score, Fact(f"row:{label_key(row[0])}", row[0], t.header[col],
-                                row[col].replace("$", "").strip(), value, t.unit, pages[0], t.chunk))
+            best = ((*score, -order), Fact(concept, row[0], t.header[col], row[col].replace("$", "").strip(), value,
+                                           t.unit, pages[0], t.chunk))
     return best[1] if best else None
 
 
