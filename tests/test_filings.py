@@ -116,6 +116,8 @@ HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 202
     ("Did ALD's gross margin grow in 2021?", {3}),  # the initials of a name of three words
     ("In 2022 Q2, which of Pell Harbor's segments grew most?", {4}),
     ("What is the quorra of 2021?", set()),  # a lower-case word is not a name
+    ("did quorra grow its sales in fy 2021?", {1, 2}),  # unless no word is capitalised: no common word then is
+    ("is advanced manufacturing capital intensive in fy 2021?", set()),  # a common lower-case word is not
     ("What was Quorra's revenue in FY2015?", {5}),  # the filings that can speak of the years named
     ("What drove Quorra's margins?", {1, 2, 5}),
     ("Was there any drop in cash between FY 2021 and Q2 of FY2022?", {4}),  # the only issuer of that quarter
@@ -254,6 +256,23 @@ def test_per_share_sections_titles_over_years_and_qualified_items_are_read_as_me
     assert answer("Among operations, investing, and financing activities, which brought in the most cash flow in "
                   "2021?", [*Table.read(cash)]) is None  # cash flow is not the cash balance
     assert isinstance(answer("What were Quorra's total sales to customers in 2021?", [table]), Computed)
+
+
+def test_a_period_split_over_two_columns_by_currency_signs_is_read_as_one() -> None:
+    # the header's year stands over the signs' column of a few rows, the figures of most rows stand beside it
+    sheet = _chunk("Consolidated Balance Sheets (In millions) | | 2021 | 2020\n"
+                   "Cash and equivalents | $ | 4,466 | $ 4,249\nShort-term investments | 197 | | 996\n"
+                   "Total current assets | 16,525 | | 15,134\nTOTAL ASSETS | $ | 23,717 | $ 22,536\n"
+                   "Current portion of long-term debt | $ | 6 | $ 6\nAccounts payable | 2,612 | | 2,279", page=54)
+    [table] = Table.read(sheet)
+    assert table.header[1:] == ("2021", "2020")
+    current = answer("What were Quorra's total current assets at the end of FY2021?", [table])
+    assert isinstance(current, Computed) and current.result == 16525.0
+    assets = answer("What were Quorra's total assets in FY2020?", [table])
+    assert isinstance(assets, Computed) and assets.result == 22536.0
+    # two periods' figures side by side under one header: not merged
+    both = _chunk("Consolidated Balance Sheets (In millions) | | 2021 | 2020\nCash | 10 | 11 | 12", page=3)
+    assert Table.read(both)[0].header == ("Consolidated Balance Sheets (In millions)", "", "2021", "2020")
 
 
 def test_debt_on_the_balance_sheet_is_its_parts_summed_and_a_change_says_by_how_much() -> None:
@@ -585,6 +604,12 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     picked = choose(among, [cash], [2023])
     assert picked is not None and picked.first[0] == "Cash provided by operations" and len(picked.options) == 3
     assert choose("What was the cash provided by operations in 2023?", [cash], [2023]) is None  # no choice asked
+    # the measure before the superlative, the options listed after it
+    for casual in ("for quorra in 2023, which cash flow was the lowest: operating, investing or financing?",
+                   "what cash flow was lowest in 2023 among operating, investing and financing?"):
+        low = choose(casual, [cash], [2023])
+        assert low is not None and low.first[0] == "Cash used by financing activities", casual
+    assert asked("which segment was the largest?") is None  # no options listed: nothing to choose among
 
 
 def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:

@@ -25,10 +25,16 @@ from ..types import Candidate
 from .arithmetic import parse_number
 from .extractive import STOP, table_rows
 from .periods import Table, period_column, period_span, unit_of
-from .question import CHOICE, MOST
+from .question import CHOICE, LEAST, MOST
 
 _AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P<list>[^?]+?),\s*(?:which|what)\b",
                     re.IGNORECASE)
+# "which cash flow was the highest: operating, investing or financing?": the measure before the superlative, the
+# options listed after a colon (or "among") at the question's end
+_WHICH_WAS = re.compile(rf"\b(?:which|what)\s+(?P<measure>[^?:]{{2,60}}?)\s+(?:was|were|is|are)\s+(?:the\s+)?"
+                        rf"(?P<sup>{'|'.join(MOST + LEAST)})\b"
+                        r"(?!\s+(?!(?:in|for|of|during|among|between|at|on)\b)[\w(])", re.IGNORECASE)
+_LISTED = re.compile(r"(?::|\bamong\b)\s*(?P<list>[^?:]+?)\s*\??\s*$", re.IGNORECASE)
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
 # words that say what kind of thing an option is, not which one ("operating activities": operating)
 _GENERIC = frozenset("activities activity segment segments business businesses unit units line lines category "
@@ -54,15 +60,19 @@ def _words(text: str) -> frozenset[str]:
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     m = CHOICE.search(question)
-    if not m:
-        return None
+    listed = _AMONG.search(question) or _LISTED.search(question)
+    if not m:  # the measure before the superlative: a choice only among the options listed
+        m, listed = _WHICH_WAS.search(question), _LISTED.search(question)
+        if not m or not listed:
+            return None
     measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional
     options: tuple[frozenset[str], ...] = ()
-    among = _AMONG.search(question)
-    if among:
-        parts = [p for p in _LIST_SPLIT.split(among.group("list").strip()) if p.strip()]
+    if listed:
+        parts = [p for p in _LIST_SPLIT.split(listed.group("list").strip()) if p.strip()]
         named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
         options = named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
+    if not options and m.re is _WHICH_WAS:
+        return None
     sup = m.group("sup").lower()
     return Asked(sup in MOST, measure, options, sup, m.group("measure").strip())
 

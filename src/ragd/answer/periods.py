@@ -59,11 +59,13 @@ class Table:
     @classmethod
     def read(cls, chunk: Candidate) -> list[Table]:
         """The table of a chunk (none for fewer than two columns), its figures realigned when its currency signs
-        misplace them (`_compacted`)."""
+        misplace them (`_compacted`, else `_merged`)."""
         header, body = table(chunk.content)
         if not header or len(header) < 2:
             return []
-        return [cls.of(chunk, *_compacted(*_promoted(header, body)))]
+        header, body = _promoted(header, body)
+        compact = _compacted(header, body)
+        return [cls.of(chunk, *(_merged(header, body) if compact == (header, body) else compact))]
 
     @classmethod
     def of(cls, chunk: Candidate, header: Sequence[str] | None = None,
@@ -154,6 +156,36 @@ def fiscal_years(cell: str, fiscal: tuple[int, int] | None) -> set[int]:
 
 
 _CURRENCY = frozenset({"$", "\u20ac", "\u00a3", "\u00a5", "US$"})
+
+
+def _merged(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:
+    """A column with no header beside exactly one headed column, no row holding figures in both: one column under
+    that header (a period split by currency signs: "| | 2019 | 2018" over "Total current assets | 16,525 | |
+    15,134" and "Total assets | $ | 23,717 | $ 22,536"), when every figure then stands under a header; else the
+    table as it is (`_compacted` reads headers standing over the signs' columns)."""
+    head, rows = list(header), [list(r) for r in body]
+
+    def numeric(i: int) -> set[int]:
+        return {n for n, r in enumerate(rows) if i < len(r) and parse_number(r[i]) is not None}
+
+    i = 1
+    while i < len(head):
+        beside = [j for j in (i - 1, i + 1) if 0 < j < len(head) and head[j].strip()]
+        if head[i].strip() or len(beside) != 1 or not numeric(i) or numeric(i) & numeric(beside[0]):
+            i += 1
+            continue
+        j = beside[0]
+        for r in rows:
+            if i < len(r):
+                a, b = (r[i], r[j]) if j < len(r) else (r[i], "")
+                kept = a if parse_number(a) is not None else b if parse_number(b) is not None else (a.strip() or b)
+                if j < len(r):
+                    r[j] = kept
+                del r[i]
+        del head[i]
+    under = all(head[i].strip() for r in rows for i, c in enumerate(r)
+                if 0 < i < len(head) and parse_number(c) is not None)
+    return (head, rows) if len(head) < len(header) and under else (list(header), [list(r) for r in body])
 
 
 def _compacted(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:

@@ -9,13 +9,16 @@ legs apply); the period it names is written as filings write it ("FY2018" -> "fi
 or a period no document of the issuer covers, there is nothing to answer from, and `ask` says so.
 
 An issuer is named by its name without the legal form ("Best Buy", "Kraft Heinz"), by the first word of it when
-the question writes it capitalised ("Costco", "Verizon"), by a trading symbol of its cover page ("JPM", "JnJ" for
+the question writes it capitalised ("Costco", "Verizon") or is written all in lower case and the word is no common
+word ("did verizon ..."), by a trading symbol of its cover page ("JPM", "JnJ" for
 JNJ), or by the initials of a name of three words or more ("AMD"). A question naming no issuer but a fiscal quarter
 ("Was there any drop in cash between FY 2023 and Q2 of FY2024?") is about the issuer whose documents alone are of
 that quarter, when one issuer's are."""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import threading
 import uuid
@@ -23,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..embed.base import vectrix_model_dir
+from ..errors import ModelNotAvailable
 from ..fiscal import FY, FY_SHORT, QUARTER_NAMED, YEAR, canonical, quarter_number
 from ..issuers import core_name
 
@@ -125,6 +130,30 @@ for from by with as at of to and or if best worst top most least general first l
 """.split())
 
 
+_PERIOD_WORDS = re.compile(r"\b(?:FY(?:\d{4})?|[QH][1-4])\b")
+
+
+@functools.lru_cache(maxsize=1)
+def _vocabulary() -> frozenset[str]:
+    """The whole words of the shipped cross-encoder's English WordPiece vocabulary (30,522 pieces, general English
+    and the commonest names): a lower-case word outside it is no common word ("verizon", "costco"; not "general",
+    "target"). Empty when the model is not installed (no lower-case word is then taken for a name)."""
+    try:
+        vocab = json.loads((vectrix_model_dir("reranker_en", "local reranker") / "tokenizer.json").read_text(
+            encoding="utf-8"))["model"]["vocab"]
+    except (ModelNotAvailable, OSError, ValueError, KeyError, TypeError):
+        return frozenset()
+    return frozenset(w for w in vocab if w.isalpha())
+
+
+def _uncommon(word: str, question: str) -> bool:
+    """A lower-case word of a question written all in lower case (where capitals tell no names) that is no common
+    word: the first word of an issuer's name as a casual writer writes it ("did verizon increase its debt?")."""
+    common = _vocabulary()
+    return (bool(common) and len(word) >= 4 and word.isalpha() and word not in common
+            and not any(ch.isupper() for ch in _PERIOD_WORDS.sub("", question)))
+
+
 def _names(question: str, h: Held) -> bool:
     lower = f" {re.sub(r'[^a-z0-9&.]+', ' ', question.lower())} "
     phrases, firsts, symbols = _aliases(h)
@@ -134,7 +163,8 @@ def _names(question: str, h: Held) -> bool:
     for i, t in enumerate(tokens):
         bare = re.sub(r"['\u2019]s$", "", t).rstrip(".")
         owner = bare != t.rstrip(".")  # a possessive ("wrenfield's") names its owner in any case
-        if (bare[:1].isupper() or owner) and bare.lower() in firsts and (i > 0 or bare.lower() not in _OPENERS):
+        if (bare[:1].isupper() or owner or _uncommon(bare, question)) and bare.lower() in firsts and (
+                i > 0 or bare.lower() not in _OPENERS):
             return True
         if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and (owner or not bare.islower())
                                and bare != bare.capitalize()):
