@@ -258,6 +258,16 @@ def test_a_quoted_table_row_keeps_every_header_row_above_it() -> None:
     assert pieces(_quotable(plain, "table")) == ["Country: Germany; Days: 30", "Country: France; Days: 28"]
 
 
+def test_a_piece_that_only_names_periods_is_never_quoted() -> None:
+    """Issue 69: "did JPM's VaR go down?" was answered "Second Quarter Third Quarter 2022 2022": a table's header
+    lines, which say no more than which periods follow."""
+    from ragd.answer.extractive import pieces
+
+    text = ("Second Quarter Third Quarter 2022 2022\nFirst Quarter Second Quarter 2022 2023 2023\n"
+            "Three months ended June 30, 2023 and 2022.\nAverage VaR fell to $41 million in the second quarter.")
+    assert pieces(_quotable(text)) == ["Average VaR fell to $41 million in the second quarter."]
+
+
 def test_a_quote_must_answer_the_form_of_a_choice_or_a_kind_question() -> None:
     """Issue 57: "which segment had the highest net income?" was answered with a footnote about allocating income,
     and "is 3M a capital-intensive business?" with a sentence about divesting businesses. A question choosing by a

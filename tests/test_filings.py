@@ -66,6 +66,12 @@ def test_a_10k_cover_names_its_issuer_form_and_fiscal_year_even_in_two_columns()
     assert ident.period_end == "2022-01-29"
     assert ident.fiscal_year == 2021  # a year ending in January, named by the issuer after the year before
     assert ident.line() == "Quorra Outfitters, Inc. \u00b7 Form 10-K \u00b7 fiscal year 2021, ended January 29, 2022"
+    # the symbols' row printed above its column captions
+    below = COVER_10K.replace("Title of each class Trading Symbol(s) Name of each exchange on which registered\n"
+                              "Common Stock QORA New York Stock Exchange",
+                              "Class B Common Stock QORA New York Stock Exchange\n"
+                              "(Title of each class) (Trading symbol) (Name of each exchange on which registered)")
+    assert identify([Block("paragraph", below, page=1)]).tickers == ("QORA",)
 
 
 def test_a_quarterly_report_and_an_earnings_release_name_their_quarter() -> None:
@@ -125,6 +131,15 @@ HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 202
 ])
 def test_a_question_names_the_issuers_it_names(question: str, doc_ints: set[int]) -> None:
     assert {d.int for d in scope_of(question, HELD).doc_ids} == doc_ints
+
+
+def test_the_words_naming_the_issuer_are_found_in_any_case_and_place() -> None:
+    from ragd.retrieve.scope import issuer_words
+
+    assert issuer_words("QORA VaR 2Q23 vs 2Q22 - risk down?", HELD) == {"QORA"}  # first word, a symbol
+    assert issuer_words("did qora's var go down in 2023?", HELD) == {"qora's"}
+    assert issuer_words("did quorra outfitters grow?", HELD) == {"quorra", "quorra outfitters"}
+    assert issuer_words("What is the quorra of 2021?", HELD) == set()  # a lower-case word among capitals
 
 
 def test_a_quarter_several_issuers_hold_names_none_of_them() -> None:

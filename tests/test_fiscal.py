@@ -43,6 +43,12 @@ def test_ranges_of_years_averaged(written: str, years: list[int]) -> None:
     assert years_asked(text) == years
 
 
+@pytest.mark.parametrize("written", ("FYE 2019", "FYE19", "FYE '19", "fiscal year-end 2019", "fiscal year end 2019"))
+def test_a_fiscal_year_end_is_the_end_of_that_year(written: str) -> None:
+    assert canonical(f"NKE total current assets {written}, $mm") == "NKE total current assets the end of FY2019, $mm"
+    assert periods(f"total assets at {written}") == (Period(2019),)
+
+
 def test_dates_and_words_kept() -> None:
     assert canonical("as of 12/31/2022") == "as of 12/31/2022"  # a date as the documents may write it
     assert periods("as of March 4, 2023") == periods("as of 3/4/2023") == (Period(2023),)

@@ -41,6 +41,8 @@ _HALF = re.compile(rf"\b(?:([12])H\s*|H([12])\s*(?:of\s+)?|(first|second|1st|2nd
 # "FY16-FY18", "FY16-18", "fiscal years 2016-2018", "FY2016 to FY2018"
 _FY_RANGE = re.compile(rf"\b{_FISCAL_WORD.replace('year', 'years?')}{_YY}\s*(-|\u2013|to|through|until)\s*"
                        rf"(?:{_FISCAL_WORD})?{_YY}\b", re.IGNORECASE)
+# "FYE 2019", "FYE19", "fiscal year-end 2019": the end of that fiscal year
+_FYE = re.compile(rf"\b(?:FYE|fiscal\s+year[-\s]end(?:ed|ing)?)\s*-?\s*{_YY}\b", re.IGNORECASE)
 # "FY '22", "fy22", "FY-2022", "fiscal year 2022", "fiscal 2022", "F2022" is not read (a form number looks alike)
 _FY_ANY = re.compile(rf"\b{_FISCAL_WORD}{_YY}\b(?!\s*%)", re.IGNORECASE)
 # "the 2022 fiscal year", "2021 fiscal period", "2022 fiscal"
@@ -63,7 +65,8 @@ def _ordinal(word: str | None, digit: str | None) -> int:
 def canonical(text: str) -> str:
     """The text with every period it names written one way: "Q1 FY2023", "H1 FY2023", "FY2022",
     "FY2016-FY2018"; its other words (and its dates, which documents write in their own ways) as they were."""
-    out = _HALF.sub(_half, text)
+    out = _FYE.sub(lambda m: f"the end of FY{_year(m.group(1))}", text)
+    out = _HALF.sub(_half, out)
     out = _NQ_YEAR.sub(lambda m: f"Q{m.group(1)} FY{_year(m.group(2))}", out)
     out = _YEAR_Q.sub(lambda m: f"Q{_ordinal(m.group(4), m.group(3))} FY{_year(m.group(1) or m.group(2))}", out)
     out = _Q_YEAR.sub(_quarter, out)

@@ -28,7 +28,7 @@ from ..rerank import CrossEncoder, probability
 from ..retrieve.legs import (
     candidate,
 )
-from ..retrieve.scope import ANNUAL, Scope, names_issuer, statement_documents
+from ..retrieve.scope import ANNUAL, Scope, issuer_words, names_issuer, statement_documents
 from ..retrieve.search import Reading, Searched, Stopwatch, retrieve, scope_for
 from ..store import queries
 from ..telemetry import annotate, log_timestamp, span
@@ -377,11 +377,11 @@ def _period_asked(asked: str, question: str) -> tuple[list[int], int | None]:
 
 
 def _issuer_names(question: str, scope: Scope | None) -> frozenset[str]:
-    """The question's capitalised names that name an issuer its scope holds ("JnJ", "3M"): its documents' identity
-    answers for them, whatever their passages call it ("we", "the Company")."""
+    """The question's words that name an issuer its scope holds ("JnJ", "3M", "jpm's", "best buy"): its documents'
+    identity answers for them, whatever their passages call it ("we", "the Company")."""
     if scope is None or not scope.issuers:
         return frozenset()
-    return frozenset(name for name in constraints(question) if names_issuer(name, scope.held))
+    return issuer_words(question, scope.held) | {c for c in constraints(question) if names_issuer(c, scope.held)}
 
 
 def _answerable(asked: str, ranked: Sequence[Candidate], col: Asked, reranked: bool,

@@ -62,7 +62,20 @@ def pieces(chunk: Candidate) -> list[str]:
         header, body = table(chunk.content)
         if header:
             return [row_text(header, row) for row in body if not INJECTION.search(" ".join(row))]
-    return [s for s in split_sentences(chunk.content) if len(s) > 1 and not INJECTION.search(s)]
+    return [s for s in split_sentences(chunk.content)
+            if len(s) > 1 and not INJECTION.search(s) and not _periods_only(s)]
+
+
+# the words that only say which period: a line of them ("Second Quarter Third Quarter 2022 2022", a table's header
+# set as text) says nothing that answers
+_PERIOD_WORDS = frozenset("""first second third fourth 1st 2nd 3rd 4th quarter quarters q1 q2 q3 q4 fiscal year years
+month months week weeks ended ending end three six nine twelve and as of at the for to fy ytd half
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec""".split())
+
+
+def _periods_only(sentence: str) -> bool:
+    return all(w.isdigit() or w in _PERIOD_WORDS for w in re.findall(r"[a-z0-9]+", sentence.lower()))
 
 
 _FIGURE = re.compile("[-+\u2212\u2013(]*[$\u20ac\u00a3\u00a5]?\\s*[\\d.,]+\\s*%?\\)?")

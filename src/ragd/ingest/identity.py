@@ -53,6 +53,7 @@ _LISTED = re.compile(r"([A-Z0-9][\w.&,'\u2019 -]{1,80}?)\s*\(\s*(?:NYSE(?:\s+Ame
                      r"NasdaqGS|TSX|LSE|AMEX)\s*:\s*([A-Z][A-Z.]{0,5})\s*\)")
 _SYMBOL_ROW = re.compile(r"\b([A-Z]{1,5}(?:\.[A-Z])?)\s+(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|"
                          r"NASDAQ)\b")
+_SECTION_12B = re.compile(r"section\s+12\s*\(\s*b\s*\)", re.IGNORECASE)
 _SUFFIX = LEGAL_FORMS
 _COMPANY_LINE = re.compile(rf"^(?:the\s+)?[A-Z0-9&][\w&.,'\u2019 -]{{0,70}}\b{_SUFFIX}\.?$", re.IGNORECASE)
 _ANNOUNCER = re.compile(r"^([A-Z][\w&.'\u2019 -]{1,60}?)\s+(?:Announces|Reports|Reported|Posts|Delivers)\b")
@@ -252,7 +253,11 @@ def _tickers(text: str) -> tuple[str, ...]:
     found = [m.group(2) for m in _LISTED.finditer(text)]
     at = re.search(r"trading\s+symbol", text, re.IGNORECASE)
     if at:
-        found += [m.group(1) for m in _SYMBOL_ROW.finditer(text[at.end(): at.end() + 1500])]
+        # the symbols' rows follow their column captions, or stand above them ("Class B Common Stock NKE New York
+        # Stock Exchange" over "(Title of each class) (Trading symbol) ...")
+        section = [m.end() for m in _SECTION_12B.finditer(text, max(0, at.start() - 500), at.start())]
+        start = section[-1] if section else at.end()
+        found += [m.group(1) for m in _SYMBOL_ROW.finditer(text[start: at.end() + 1500])]
     return tuple(dict.fromkeys(t for t in found if len(t) > 1 and t not in ("NYSE", "LLC", "INC", "THE", "CO")))[:4]
 
 

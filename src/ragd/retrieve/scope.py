@@ -146,35 +146,51 @@ def _vocabulary() -> frozenset[str]:
     return frozenset(w for w in vocab if w.isalpha())
 
 
-def _uncommon(word: str, question: str) -> bool:
-    """A lower-case word of a question written all in lower case (where capitals tell no names) that is no common
-    word: the first word of an issuer's name as a casual writer writes it ("did verizon increase its debt?")."""
+def _casual(question: str) -> bool:
+    """Whether a question is written all in lower case (its periods aside): capitals then tell no names."""
+    return not any(ch.isupper() for ch in _PERIOD_WORDS.sub("", question))
+
+
+def _uncommon(word: str) -> bool:
+    """A lower-case word that is no common word: the first word of an issuer's name as a casual writer writes it
+    ("did verizon increase its debt?")."""
     common = _vocabulary()
-    return (bool(common) and len(word) >= 4 and word.isalpha() and word not in common
-            and not any(ch.isupper() for ch in _PERIOD_WORDS.sub("", question)))
+    return bool(common) and len(word) >= 4 and word.isalpha() and word.islower() and word not in common
 
 
 def _names(question: str, h: Held) -> bool:
+    return bool(_naming(question, h))
+
+
+def _naming(question: str, h: Held) -> list[str]:
+    """The names of the issuer a question says: its name in full (any case), and the words naming it."""
     lower = f" {re.sub(r'[^a-z0-9&.]+', ' ', question.lower())} "
     phrases, firsts, symbols = _aliases(h)
-    if any(f" {p} " in lower or f" {p}s " in lower for p in phrases):
-        return True
+    found = [p for p in phrases if f" {p} " in lower or f" {p}s " in lower]
     tokens = _TOKEN.findall(question)
+    casual = _casual(question)
     for i, t in enumerate(tokens):
         bare = re.sub(r"['\u2019]s$", "", t).rstrip(".")
         owner = bare != t.rstrip(".")  # a possessive ("wrenfield's") names its owner in any case
-        if (bare[:1].isupper() or owner or _uncommon(bare, question)) and bare.lower() in firsts and (
-                i > 0 or bare.lower() not in _OPENERS):
-            return True
-        if bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and (owner or not bare.islower())
-                               and bare != bare.capitalize()):
-            return True
-    return False
+        first = (bare[:1].isupper() or owner or (casual and _uncommon(bare))) and bare.lower() in firsts and (
+            i > 0 or bare.lower() not in _OPENERS)
+        symbol = bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and (owner or not bare.islower())
+                                     and bare != bare.capitalize())
+        if first or symbol:
+            found.append(t)
+    return found
 
 
 def names_issuer(name: str, held: Sequence[Held]) -> bool:
     """Whether a name of a question ("JnJ", "Costco", "3M") names the issuer of one of these documents."""
     return any(_names(f"of {name}", h) for h in held)
+
+
+def issuer_words(question: str, held: Sequence[Held]) -> frozenset[str]:
+    """The words of a question that name one of these issuers, in any case and place ("JPM VaR ...", "did jpm's
+    var ...", "for nike in ..."), and the names it writes in full ("best buy"): its documents' identity answers for
+    them, whatever their passages call it ("we", "the Company")."""
+    return frozenset(name for h in held for name in _naming(question, h))
 
 
 def scope_of(question: str, held: Sequence[Held]) -> Scope:
