@@ -501,6 +501,14 @@ def test_a_question_asking_why_is_answered_by_the_sentence_that_says_why() -> No
                 "store openings.")
     quoted = extract("What drove the change in Consumer segment net sales in fiscal 2021?", [mdna]).text
     assert "primarily due to new store openings" in quoted
+    # of two sentences giving causes, the one about the question's measure comes first, wherever it stands
+    both = dataclasses.replace(
+        _chunk("x"), chunk_type="paragraph",
+        content="Net sales increased 18.3% to $10.2 billion, primarily due to the resilience of the beauty category. "
+                "Gross profit on net sales rose 25%, primarily due to leverage of fixed costs. As a percent of net "
+                "sales, SG&A expenses went down to 23.5%, primarily due to lower marketing expenses.")
+    best = extract("why did sg&a as a percent of net sales go down in fiscal 2021?", [both]).text
+    assert "SG&A expenses went down to 23.5%, primarily due to lower marketing expenses" in best, best
     # the reasons of a computed movement: only sentences giving a cause and speaking of the measure, in any words
     margins = dataclasses.replace(
         _chunk("x"), chunk_type="paragraph",

@@ -227,8 +227,8 @@ def extract(question: str, context: Sequence[Candidate], model: Reranker | None 
         if why:  # a question asking why: a sentence that says why, and is about the
             # question (a quarter of the best piece's score at least), comes first
             top = max(scores)
-            scores = [top * 1.01 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
-                      for x, u in zip(scores, units)]
+            scores = [top * 1.01 + x * 1e-3 if _GIVES_CAUSE.search(u) and x >= top * CAUSE_SHARE else x
+                      for x, u in zip(scores, units)]  # by their own score among them (not by place)
         if topic:
             scores = [x if _GIVES_CAUSE.search(u) and _of_year(u, year) and speaks_of(u, topic)
                       else 0.0 for x, u in zip(scores, units)]
