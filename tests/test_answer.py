@@ -264,7 +264,8 @@ def test_a_piece_that_only_names_periods_is_never_quoted() -> None:
     from ragd.answer.extractive import pieces
 
     text = ("Second Quarter Third Quarter 2022 2022\nFirst Quarter Second Quarter 2022 2023 2023\n"
-            "Three months ended June 30, 2023 and 2022.\nAverage VaR fell to $41 million in the second quarter.")
+            "Three months ended June 30, 2023 and 2022.\nAverage VaR fell to $41 million in the second quarter.\n"
+            "100 s n o i ll i 50 m\n")  # and a chart's axis, its letters set one by one
     assert pieces(_quotable(text)) == ["Average VaR fell to $41 million in the second quarter."]
 
 

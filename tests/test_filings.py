@@ -382,6 +382,11 @@ def test_answers_are_judged_within_one_percent_after_scale_and_sign() -> None:
     gold = "No. Quorra decreased its debt by $2.5bn in FY 2023 vs FY 2022."  # a text gold's rounded figure
     assert judge_answer("Total debt, 2023: down 2,544 million from 49,781 million", gold, False)[0] == "correct"
     assert judge_answer("Total debt, 2023: down 2,644 million from 49,781 million", gold, False)[0] == "wrong"
+    # the days of dates and the lengths of periods a gold names say when, not what: an answer need not repeat them
+    dated = ("Driven by the opening of 47 new stores. This assumes FY2023 is the 12 months ended on January 28, "
+             "2023.")
+    assert judge_answer("The increase was due to the opening of 47 new stores.", dated, False)[0] == "correct"
+    assert judge_answer("The increase was due to the opening of 40 new stores.", dated, False)[0] == "wrong"
 
 
 # -- end to end -----------------------------------------------------------------------------------------------------
@@ -633,6 +638,9 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
         low = choose(casual, [cash], [2023])
         assert low is not None and low.first[0] == "Cash used by financing activities", casual
     assert asked("which segment was the largest?") is None  # no options listed: nothing to choose among
+    terse = choose("QORA FY23: operating vs investing vs financing - most cash?", [cash], [2023])
+    assert terse is not None and terse.first[0] == "Cash provided by operations"
+    assert asked("QORA VaR 2Q23 vs 2Q22 - risk down?") is None
 
 
 def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:

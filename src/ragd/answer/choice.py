@@ -35,7 +35,12 @@ _WHICH_WAS = re.compile(rf"\b(?:which|what)\s+(?P<measure>[^?:]{{2,60}}?)\s+(?:w
                         rf"(?P<sup>{'|'.join(MOST + LEAST)})\b"
                         r"(?!\s+(?!(?:in|for|of|during|among|between|at|on)\b)[\w(])", re.IGNORECASE)
 _LISTED = re.compile(r"(?::|\bamong\b)\s*(?P<list>[^?:]+?)\s*\??\s*$", re.IGNORECASE)
-_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
+# "operating vs investing vs financing - most cash?": options set against each other, a superlative and its measure
+_VERSUS = re.compile(r"(?P<list>\w[\w&'.-]*(?:\s+\w[\w&'.-]*){0,3}(?:\s+(?:vs\.?|versus)\s+\w[\w&'.-]*"
+                     r"(?:\s+\w[\w&'.-]*){0,3}?)+)(?=\s*(?:[-:?,;(]|$))", re.IGNORECASE)
+_SUPERLATIVE = re.compile(rf"\b(?P<sup>{'|'.join(MOST + LEAST)})\s+(?P<measure>[^?,.():;-]+?)\s*(?=[?,.():;-]|$)",
+                          re.IGNORECASE)
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|vs\.?|versus)\s+", re.IGNORECASE)
 # words that say what kind of thing an option is, not which one ("operating activities": operating)
 _GENERIC = frozenset("activities activity segment segments business businesses unit units line lines category "
                      "categories one cash flow flows total".split())
@@ -60,9 +65,11 @@ def _words(text: str) -> frozenset[str]:
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     m = CHOICE.search(question)
-    listed = _AMONG.search(question) or _LISTED.search(question)
-    if not m:  # the measure before the superlative: a choice only among the options listed
-        m, listed = _WHICH_WAS.search(question), _LISTED.search(question)
+    listed = _AMONG.search(question) or _VERSUS.search(question) or _LISTED.search(question)
+    if not m:  # the measure before the superlative ("which cash flow was the highest: ...") or after it with no
+        # "which" ("operating vs investing - most cash?"): a choice only among the options listed
+        m = _WHICH_WAS.search(question) or _SUPERLATIVE.search(question)
+        listed = _VERSUS.search(question) or _LISTED.search(question)
         if not m or not listed:
             return None
     measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional
@@ -71,7 +78,7 @@ def asked(question: str) -> Asked | None:
         parts = [p for p in _LIST_SPLIT.split(listed.group("list").strip()) if p.strip()]
         named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
         options = named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
-    if not options and m.re is _WHICH_WAS:
+    if not options and m.re is not CHOICE:
         return None
     sup = m.group("sup").lower()
     return Asked(sup in MOST, measure, options, sup, m.group("measure").strip())

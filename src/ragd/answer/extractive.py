@@ -75,7 +75,12 @@ jan feb mar apr jun jul aug sep sept oct nov dec""".split())
 
 
 def _periods_only(sentence: str) -> bool:
-    return all(w.isdigit() or w in _PERIOD_WORDS for w in re.findall(r"[a-z0-9]+", sentence.lower()))
+    """A line that only names periods, or whose words are mostly single letters (a chart's rotated axis label
+    read "s n o i ll i m"): nothing in it answers."""
+    found = re.findall(r"[a-z0-9]+", sentence.lower())
+    letters = [w for w in found if w.isalpha()]
+    return (all(w.isdigit() or w in _PERIOD_WORDS for w in found)
+            or (len(letters) >= 4 and sum(len(w) == 1 for w in letters) > len(letters) / 2))
 
 
 _FIGURE = re.compile("[-+\u2212\u2013(]*[$\u20ac\u00a3\u00a5]?\\s*[\\d.,]+\\s*%?\\)?")

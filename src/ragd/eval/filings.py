@@ -40,6 +40,9 @@ _GOLD_NUMBER = re.compile(r"^\s*\(?-?\$?\s*-?([\d,]*\.?\d+)\s*\)?\s*(%|percent)?
 _FIGURE = re.compile(r"(?<![\w.])\(?-?\$?\s?(\d[\d,]*(?:\.\d+)?|\.\d+)\)?\s*(%|percent\b|bn\b|billion\b|b\b|"
                      r"million\b|mn\b|m\b|thousand\b|k\b)?", re.IGNORECASE)
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_WHEN = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?=\s|,|$)|"
+                   r"\b\d{1,2}[\s-]+(?:months?|weeks?)\s+(?:ended|ending)\b", re.IGNORECASE)
 _YEARISH = re.compile(r"^(?:19|20)\d\d$")
 _WORD = re.compile(r"[a-z]+")
 _STOP = frozenset("""a an the of in on at to for from by with and or as is are was were be been this that these
@@ -193,6 +196,7 @@ def _gold_figures(gold: str) -> list[tuple[float, bool, int | None]]:
     """The figures of a text gold: value, whether a percentage, and the decimals it is written with (a figure
     an answer rounds to it matches, as a numeric gold's: "$2.5bn" is 2,544 million rounded)."""
     out = []
+    gold = _WHEN.sub(lambda m: " " * len(m.group(0)), gold)  # "January 28, 2023", "12 months ended": when, not what
     for m in _FIGURE.finditer(gold):
         raw = m.group(1).replace(",", "")
         if _YEARISH.match(raw):
