@@ -72,7 +72,7 @@ details analysis disclosure disclose disclosed calculate calculated calculation 
 represents represented consist consists include includes included including
 mainly mostly primarily largely chiefly roughly approximately around about nearly almost significant significantly
 major main key notable notably overall generally really actually currently basically essentially
-company companies firm based basis get gets got getting
+company companies firm based basis get gets got getting go goes went gone going
 """.split())
 # Function words: PostgreSQL's `english` stop words that matter here, and the question's own.
 STOP = frozenset("""
@@ -111,7 +111,7 @@ def _framing(tokens: Sequence[str]) -> list[bool]:
 
 def content_stems(text: str) -> list[str]:
     """The stems of a question's words that are neither stop words nor framing words, in order, once each."""
-    tokens = words(text)
+    tokens = words(_POSSESSIVE_S.sub(" ", text))
     return list(dict.fromkeys(stem(t) for t, skip in zip(tokens, _framing(tokens)) if not skip))
 
 
