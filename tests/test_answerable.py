@@ -40,7 +40,8 @@ def test_what_a_question_pins_down() -> None:
     assert content_stems("How long did the change in net receivables take in which year was it highest?") == [
         "net", "receiv", "take"]
     # nor the possessive's "s", nor "go" of "go up" / "go down"
-    assert content_stems("why did quorra's inventory go up at the end of 2023?") == ["quorra", "inventori", "end", "2023"]
+    assert content_stems("why did quorra's inventory go up at the end of 2023?") == [
+        "quorra", "inventori", "end", "2023"]
     assert phrases("What was the change in Other miscellaneous assets between 2018 and 2019?") == [
         ("miscellan", "asset")]
     assert [answer_type(q) for q in ("How many beds are there?", "When did it open?", "In which year was it?",
