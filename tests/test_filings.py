@@ -496,32 +496,33 @@ def test_page_numbers_set_above_the_margin_are_furniture(tmp_path: Path, client:
     assert not any(str(n) in text.split() for n in range(41, 46))
 
 
+def _paragraph(content: str) -> Candidate:
+    return dataclasses.replace(_chunk("x"), chunk_type="paragraph", content=content)
+
+
 def test_a_question_asking_why_is_answered_by_the_sentence_that_says_why() -> None:
     from ragd.answer.extractive import extract
 
-    mdna = dataclasses.replace(
-        _chunk("x"), chunk_type="paragraph",
-        content="Net sales of the Consumer segment changed in fiscal 2021 to $4.1 billion. Consumer segment net "
-                "sales in fiscal 2021 were the highest of all segments. Net sales rose 6%, primarily due to new "
-                "store openings.")
+    mdna = _paragraph(
+        "Net sales of the Consumer segment changed in fiscal 2021 to $4.1 billion. Consumer segment net "
+        "sales in fiscal 2021 were the highest of all segments. Net sales rose 6%, primarily due to new "
+        "store openings.")
     quoted = extract("What drove the change in Consumer segment net sales in fiscal 2021?", [mdna]).text
     assert "primarily due to new store openings" in quoted
     # of two sentences giving causes, the one about the question's measure comes first, wherever it stands
-    both = dataclasses.replace(
-        _chunk("x"), chunk_type="paragraph",
-        content="Net sales increased 18.3% to $10.2 billion, primarily due to the resilience of the beauty category. "
-                "Gross profit on net sales rose 25%, primarily due to leverage of fixed costs. As a percent of net "
-                "sales, SG&A expenses went down to 23.5%, primarily due to lower marketing expenses.")
+    both = _paragraph(
+        "Net sales increased 18.3% to $10.2 billion, primarily due to the resilience of the beauty category. "
+        "Gross profit on net sales rose 25%, primarily due to leverage of fixed costs. As a percent of net "
+        "sales, SG&A expenses went down to 23.5%, primarily due to lower marketing expenses.")
     best = extract("why did sg&a as a percent of net sales go down in fiscal 2021?", [both]).text
     assert "SG&A expenses went down to 23.5%, primarily due to lower marketing expenses" in best, best
     # the reasons of a computed movement: only sentences giving a cause and speaking of the measure, in any words
-    margins = dataclasses.replace(
-        _chunk("x"), chunk_type="paragraph",
-        content="Operating margin is a measure management reviews. Net sales rose 6%, primarily due to new store "
-                "openings. Operating income as a percentage of net sales fell, primarily driven by higher freight "
-                "costs.\n• In 2021, the following impacted operating margins:\n• Higher wages lowered it by 0.4 "
-                "points.\n• Pricing raised it by 0.2 points.\nIn 2020, operating margin fell due to store closures.\n"
-                "Next year we expect more stores.")
+    margins = _paragraph(
+        "Operating margin is a measure management reviews. Net sales rose 6%, primarily due to new store "
+        "openings. Operating income as a percentage of net sales fell, primarily driven by higher freight "
+        "costs.\n• In 2021, the following impacted operating margins:\n• Higher wages lowered it by 0.4 "
+        "points.\n• Pricing raised it by 0.2 points.\nIn 2020, operating margin fell due to store closures.\n"
+        "Next year we expect more stores.")
     quoted = extract("What drove operating margin change in 2021?", [margins],
                      topic=(frozenset({"opera", "margi"}), frozenset({"opera", "incom"})), year=2021)
     assert quoted.pieces[0][0].startswith("Operating income as a percentage of net sales fell")
