@@ -124,6 +124,8 @@ HELD = [Held(uuid.UUID(int=1), "Quorra Outfitters, Inc.", ("QORA",), "10-K", 202
     ("What is the quorra of 2021?", set()),  # a lower-case word is not a name
     ("did quorra grow its sales in fy 2021?", {1, 2}),  # unless no word is capitalised: no common word then is
     ("is advanced manufacturing capital intensive in fy 2021?", set()),  # a common lower-case word is not
+    ("is qora a high growth company based on 2021?", {1, 2}),  # a symbol in lower case, no common word
+    ("What did qora earn in 2021?", set()),
     ("What was Quorra's revenue in FY2015?", {5}),  # the filings that can speak of the years named
     ("What drove Quorra's margins?", {1, 2, 5}),
     ("Was there any drop in cash between FY 2021 and Q2 of FY2022?", {4}),  # the only issuer of that quarter

@@ -151,11 +151,11 @@ def _casual(question: str) -> bool:
     return not any(ch.isupper() for ch in _PERIOD_WORDS.sub("", question))
 
 
-def _uncommon(word: str) -> bool:
-    """A lower-case word that is no common word: the first word of an issuer's name as a casual writer writes it
-    ("did verizon increase its debt?")."""
+def _uncommon(word: str, shortest: int = 4) -> bool:
+    """A lower-case word that is no common word: the first word of an issuer's name or its symbol as a casual
+    writer writes them ("did verizon increase its debt?", "is jnj a high growth company?")."""
     common = _vocabulary()
-    return bool(common) and len(word) >= 4 and word.isalpha() and word.islower() and word not in common
+    return bool(common) and len(word) >= shortest and word.isalpha() and word.islower() and word not in common
 
 
 def _names(question: str, h: Held) -> bool:
@@ -174,8 +174,8 @@ def _naming(question: str, h: Held) -> list[str]:
         owner = bare != t.rstrip(".")  # a possessive ("wrenfield's") names its owner in any case
         first = (bare[:1].isupper() or owner or (casual and _uncommon(bare))) and bare.lower() in firsts and (
             i > 0 or bare.lower() not in _OPENERS)
-        symbol = bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and (owner or not bare.islower())
-                                     and bare != bare.capitalize())
+        symbol = bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and bare != bare.capitalize() and (
+            owner or not bare.islower() or (casual and _uncommon(bare, 3))))
         if first or symbol:
             found.append(t)
     return found
