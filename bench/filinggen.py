@@ -430,17 +430,20 @@ def _period(rng: random.Random, year: int) -> str:
                        f"FY '{year % 100:02d}", f"the {year} fiscal year", f"{year}", f"fy {year}"])
 
 
-# other wordings of each kind of question: terse shorthand, wrapped in instructions, casual lower case, a definition
+# other wordings of each kind of question: terse shorthand, wrapped in instructions, casual lower case (the issuer
+# named by the first word of its name only, as people say it), a definition
 _WORDINGS: dict[str, list[str]] = {
     "lookup": ["{I} {name}, {P}?", "{I} {P} {name} ($mm)", "Please report {I}'s {name} for {P}. Answer in millions.",
                "You are an analyst. Using {I}'s filing, what was its {name} in {P}?",
                "what was {i}'s {lname} in {P}?", "how much was {I}'s {name} in {P}?", "{name} of {I} for {P}?",
-               "Give me the {name} {I} reported for {P}, in USD millions."],
+               "Give me the {name} {I} reported for {P}, in USD millions.",
+               "how much {lname} did {f} report for {P}?", "{f} {lname} {P}?"],
     "gross margin": ["{I} gross margin {P}, %", "what was {i}'s gross margin in {P}?",
                      "Compute {I}'s gross margin for {P}, defined as gross profit / net sales.",
                      "{I}'s gross profit as a percentage of net sales in {P}?",
                      "As an analyst, please calculate the gross margin of {I} for {P} (in percent, one decimal)."],
     "capex": ["{I} capex % of revenue {P}", "what percent of {i}'s revenue went to capital expenditures in {P}?",
+              "what share of its revenue did {f} spend on capital expenditures in {P}?",
               "Compute {I}'s capital expenditure as a percentage of revenue for {P}.",
               "{I} {P}: capex as a % of net sales?", "capex to revenue for {i}, {P}?"],
     "choice": ["{I} segment with the {sup} {item}, {P}?", "which {i} segment had the {sup} {item} in {P}?",
@@ -461,9 +464,11 @@ def reworded(questions: list[dict[str, object]], seed: int) -> list[dict[str, ob
                                                                                       slots):
             issuer = str(slots["issuer"])
             text = rng.choice(_WORDINGS[kind]).format(
-                I=issuer, i=issuer.lower(), P=_period(rng, int(slots["year"])), name=slots.get("name", ""),
+                I=issuer, i=issuer.lower(), f=issuer.split()[0].lower(), P=_period(rng, int(slots["year"])),
+                name=slots.get("name", ""),
                 lname=str(slots.get("name", "")).lower(), item=slots.get("item", ""), sup=slots.get("sup", ""))
-            q = {**q, "question": text[:1].upper() + text[1:] if not text.startswith(issuer.lower()) else text}
+            casual = text == text.lower() or text.startswith(issuer.lower())  # written all in lower case
+            q = {**q, "question": text if casual else text[:1].upper() + text[1:]}
         out.append(q)
     return out
 
