@@ -124,6 +124,10 @@ def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str
     ("Capex to revenue for Quorra Networks, 2020?", "capital expenditure as a percent of revenue"),
     ("What percent of quorra's revenue went to capital expenditures in 2021?",
      "capital expenditure as a percent of revenue"),
+    ("what share of its revenue did quorra spend on capital expenditures in fy 2021?",
+     "capital expenditure as a percent of revenue"),
+    ("What proportion of net sales was spent on capital expenditures by Quorra in 2021?",
+     "capital expenditure as a percent of revenue"),
     ("Vantor Retail COGS, 2020?", "cogs"),  # "Retail": a word of the issuer's name, not a part of the business
 ])
 def test_terse_and_casual_wordings_name_the_metric(question: str, name: str) -> None:

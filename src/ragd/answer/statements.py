@@ -250,9 +250,10 @@ def asked(question: str, cause: bool = False) -> tuple[Metric | None, str | None
 
 
 _WENT_TO = re.compile(r"\b(?:percent(?:age)?|share|proportion|fraction|%)\s+of\s+(?P<whole>[^?]{2,80}?)\s+"
-                      r"(?:went|goes|go|was\s+spent|is\s+spent|were\s+spent|was\s+used|is\s+used|was\s+paid|"
-                      r"was\s+devoted|was\s+allocated)\s+(?:to|on|for|into|as)\s+(?P<part>[^?]{2,80}?)"
-                      r"(?=\s+(?:in|for|during|over|at)\b|[?.,]|$)", re.IGNORECASE)
+                      r"(?:went|goes|go|(?:(?:was|is|were|are)\s+)(?:spent|used|paid|devoted|allocated|invested)|"
+                      r"(?:did|does|do)\s+(?:[\w&.'-]+\s+){1,4}?(?:spend|use|pay|devote|allocate|invest|put))\s+"
+                      r"(?:to|on|for|into|as|in)\s+(?P<part>[^?]{2,80}?)"
+                      r"(?=\s+(?:in|for|during|over|at|by)\b|[?.,]|$)", re.IGNORECASE)
 _RATIO_JOINT = re.compile(r"\s*(?:to|/|over|-to-)\s*", re.IGNORECASE)
 
 
