@@ -144,6 +144,19 @@ def test_the_words_naming_the_issuer_are_found_in_any_case_and_place() -> None:
     assert issuer_words("What is the quorra of 2021?", HELD) == set()  # a lower-case word among capitals
 
 
+def test_a_fiscal_year_named_by_the_year_it_ends_in_is_read_as_the_issuer_names_it() -> None:
+    # fiscal 2022 ended January 28, 2023: many analysts call it FY2023
+    held = [Held(uuid.UUID(int=7), "Lyric Beauty, Inc.", ("LYRC",), "earnings release", 2022, 4, 2023),
+            Held(uuid.UUID(int=8), "Lyric Beauty, Inc.", ("LYRC",), "10-K", 2021, None, 2022)]
+    scope = scope_of("What drove Lyric Beauty's SG&A decline in FY2023?", held)
+    assert scope.years == (2022,) and scope.understood == "What drove Lyric Beauty's SG&A decline in FY2022?"
+    assert scope_of("What was Lyric's Q4 FY2023 revenue?", held).understood == "What was Lyric's Q4 FY2022 revenue?"
+    # a year the issuer names as its own is read as it is; so is one no document ends in
+    assert scope_of("What was Lyric's FY2021 revenue?", held).understood is None
+    assert scope_of("What was Lyric's FY2025 revenue?", held).understood is None
+    assert scope_of("What was Quorra's FY2021 revenue?", HELD).understood is None
+
+
 def test_a_quarter_several_issuers_hold_names_none_of_them() -> None:
     held = [*HELD, Held(uuid.UUID(int=6), "Advanced Lumen Devices Corporation", (), "10-Q", 2022, 2)]
     assert scope_of("Was there any drop in cash between FY 2021 and Q2 of FY2022?", held).doc_ids == ()
@@ -200,6 +213,12 @@ def test_a_line_item_comes_from_its_own_statement_with_its_page_and_unit() -> No
     assert isinstance(capex, Computed)
     assert (capex.result, capex.facts[0].page, capex.facts[0].unit) == (450.0, 44, "million")  # not the MD&A's 460
     assert "(450) million [page 44]" in capex.sentence()
+    # a cash flow statement whose title was lost: its inventories row is their change, never the balance
+    flows = _chunk("Unaudited (In thousands) | January 28, 2022 | January 29, 2021\nNet income | 1,000 | 800\n"
+                   "Merchandise inventories | (104,233) | (331,003)\nNet cash provided by operating activities | "
+                   "1,200 | 1,100\nPurchases of property and equipment | (450) | (400)", page=8)
+    assert answer("What were Quorra's merchandise inventories at the end of FY2021?", Table.read(flows)) == \
+        Missing("inventory", ("inventory for 2021",))
 
 
 def test_metrics_are_computed_across_statements_with_each_operand_cited() -> None:

@@ -91,6 +91,7 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
     # are only its context, and are not reranked (the cross-encoder is most of an answer's time)
     understood = fiscal.canonical(question)  # its periods in one notation; the question as asked is what is recorded
     scope = scope_for(understood, col)
+    understood = scope.understood or understood  # a fiscal year named by the year it ends in, as the issuer names it
     read = read_question(understood)
     early = lead = None
     if scope.issuers and not scope.unheld and not (plan.filters.doc_ids or plan.filters.external_ids):

@@ -339,6 +339,8 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     home = LINE_ITEMS[concept][0]
 
     def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
+        if home == "balance" and flows(t):  # its rows of balance sheet items are their changes, not balances
+            return None
         rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
                 and col < len(r) and parse_number(r[col]) is not None]
         if not rows:
@@ -348,6 +350,14 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
                 t.items, -rank), row, concept
 
     return _best_fact(tables, year, quarter, read)
+
+
+def flows(t: Table) -> bool:
+    """Whether a table is a statement of cash flows: its title says so, or, untitled, it has the rows only that
+    statement has (cash from operations, capital expenditure)."""
+    if t.statement is not None:
+        return t.statement == "cash"
+    return any((named := concept_of(r[0])) and named[0] in ("cfo", "capex") for r in t.rows if r)
 
 
 _LABEL_WORD = re.compile(r"[a-z]+")

@@ -49,6 +49,7 @@ class Held:
     form: str | None = None
     fiscal_year: int | None = None
     fiscal_quarter: int | None = None
+    end_year: int | None = None  # the calendar year its period ends in
 
     @property
     def key(self) -> str:
@@ -65,6 +66,9 @@ class Scope:
     unheld: str | None = None  # "no document of Walmart in this collection"
     unknown: tuple[str, ...] = field(default=())  # names read as an issuer the collection does not hold
     form: str | None = None  # the kind of document the question names: "annual", "10-Q", "8-K", "earnings release"
+    # the question with a fiscal year it names by the calendar year the issuer's fiscal year ends in written as the
+    # issuer names it ("Ulta's FY2023" -> "FY2022", which ended January 28, 2023); None when it names none so
+    understood: str | None = None
 
     @property
     def doc_ids(self) -> tuple[uuid.UUID, ...]:
@@ -211,12 +215,30 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
         return Scope(years=years, quarter=quarter, query=query, unheld=unheld, unknown=unknown)
     keys = {h.key for h in named}
     mine = tuple(h for h in held if h.key in keys)
+    renamed = _named_by_end(years, mine)
+    understood = None
+    if renamed:  # read again as the issuer names its years
+        understood = _FY_NAMED.sub(lambda m: f"FY{renamed.get(int(m.group(1)), int(m.group(1)))}", question)
+        question, years, quarter = understood, years_of(understood), quarter_of(understood)
+        query = periods(understood)
     issuers = tuple(dict.fromkeys(h.issuer for h in mine))
     unheld = None
     fiscal = [h.fiscal_year for h in mine if h.fiscal_year]
     if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
         unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
-    return Scope(issuers, mine, years, quarter, query, unheld, form=form_named(question))
+    return Scope(issuers, mine, years, quarter, query, unheld, form=form_named(question), understood=understood)
+
+
+_FY_NAMED = re.compile(r"\bFY((?:19|20)\d\d)\b")
+
+
+def _named_by_end(years: Sequence[int], mine: Sequence[Held]) -> dict[int, int]:
+    """The fiscal years a question names by the calendar year they end in, where the issuer names them by the year
+    they begin: a year Y none of its documents is of, when one of its documents is of fiscal year Y-1 ending in Y
+    (a 52-week year to late January, "fiscal 2022" ended January 28, 2023, is many analysts' FY2023) -> Y-1."""
+    labels = {h.fiscal_year for h in mine if h.fiscal_year}
+    return {y: y - 1 for y in years if y not in labels
+            and any(h.end_year == y and h.fiscal_year == y - 1 for h in mine)}
 
 
 # the kind of document a question names
@@ -290,8 +312,10 @@ class HeldCache:
 
 
 def _held(doc_id: uuid.UUID, ident: dict[str, Any]) -> Held:
+    end = str(ident.get("period_end") or "")
     return Held(doc_id, str(ident["issuer"]), tuple(str(t) for t in ident.get("tickers") or ()),
-                ident.get("form"), ident.get("fiscal_year"), ident.get("fiscal_quarter"))
+                ident.get("form"), ident.get("fiscal_year"), ident.get("fiscal_quarter"),
+                int(end[:4]) if end[:4].isdigit() else None)
 
 
 ANNUAL = ("10-K", "20-F", "40-F", "annual report")
