@@ -486,6 +486,10 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert unexplained.abstained and unexplained.reason
     assert unexplained.reason.startswith("no passage of the filing says what drove it; Inventory, 2021: ")
     assert "[chunk:" not in unexplained.reason and " from " in unexplained.reason
+    # a share asked, and the filing's sentences give amounts only: no answer of another kind
+    share = col.ask(f"What share of {issuer}'s capital expenditures in FY2021 was for information technology?")
+    assert share.abstained and share.reason, share.answer
+    assert share.reason.startswith("no passage of the filing gives the percentage asked; closest: Capital expenditures")
 
 
 def test_load_filings_says_what_is_missing(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections import abc
@@ -445,6 +446,10 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
         return _Written(ABSTAIN_ANSWER, reason=f"the {calc.operation.replace('_', ' ')} could not be computed: "
                                                f"{calc.reason}" + (f"; closest: {found}" if found else ""), told=True)
     quoted = extract(asked, quotable, model).text
+    if named and quoted and statements.asks_share(question) and not _PERCENT_SAID.search(MARKER.sub("", quoted)):
+        # a share asked of a named filing whose sentences give amounts only: no answer of the kind asked
+        return _Written(ABSTAIN_ANSWER, reason="no passage of the filing gives the percentage asked; closest: "
+                                               f"{_clipped(MARKER.sub('', quoted))}", told=True)
     calculation = None
     if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
         rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted
@@ -455,6 +460,15 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
         return _Written(ABSTAIN_ANSWER, invalid=checked.invalid,
                         reason="no sentence of the context supports an answer")
     return _Written(checked.text, checked.cited, checked.invalid, calculation=calculation)
+
+
+_PERCENT_SAID = re.compile(r"%|\bpercent|\bper\s+cent\b", re.IGNORECASE)
+
+
+def _clipped(text: str, limit: int = 300) -> str:
+    """A text on one line, cut at a word before `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def _generated(question: str, context: Sequence[Candidate], generator: Generator) -> _Written:

@@ -161,6 +161,18 @@ def asks_percent(question: str) -> bool:
     return bool(_PERCENT_ASKED.search(question))
 
 
+# a question whose answer is a share: "what percent of ...", "what share of ...", "..., %", "answer as a percentage"
+_SHARE_TARGET = re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\s+of\b|,\s*%\s*\??\s*$|"
+                           r"\b(?:answer|express|give|state)\w*\s+(?:it\s+|the\s+answer\s+)?(?:as|in)\s+(?:a\s+)?"
+                           r"percent(?:age)?\b", re.IGNORECASE)
+
+
+def asks_share(question: str) -> bool:
+    """Whether the answer a question asks for is a percentage (not a reason, nor a direction: "why did X as a
+    percent of sales fall" asks a reason, "did it go up" a direction)."""
+    return bool(_SHARE_TARGET.search(question)) and not _CAUSE.search(question) and not _YES_NO.match(question)
+
+
 def named_concept(text: str) -> str | None:
     """The line item a text names (the longest name wins where names overlap: "net income" over "income",
     "total current assets" over "cash"; then the first named)."""
