@@ -80,7 +80,8 @@ METRICS: tuple[Metric, ...] = (
        "(net income this year - last year) / last year"),
     _m("fixed asset turnover", r"\bfixed\s+asset\s+turnover\b", [("revenue", 0), ("ppe", 0), ("ppe", -1)],
        lambda v: v[("revenue", 0)] / _avg(v, "ppe"), "x", "revenue / average net PP&E"),
-    _m("inventory turnover", r"\binventory\s+turnover\b|\btimes\b.{0,40}\bsold\s+its\s+inventory\b",
+    _m("inventory turnover", r"\binventory\s+(?:turnover|turns)\b|\btimes\b.{0,40}\bsold\s+its\s+inventory\b|"
+       r"\bturn(?:s|ed|ing)?\s+over\s+(?:its\s+|their\s+|the\s+)?inventor(?:y|ies)\b",
        [("cogs", 0), ("inventory", 0), ("inventory", -1)],
        lambda v: v[("cogs", 0)] / _avg(v, "inventory"), "x", "cost of goods sold / average inventory"),
     _m("total asset turnover", r"\b(?:total\s+)?asset\s+turnover\b", [("revenue", 0), ("total_assets", 0),
