@@ -664,6 +664,7 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
         low = choose(casual, [cash], [2023])
         assert low is not None and low.first[0] == "Cash used by financing activities", casual
     assert asked("which segment was the largest?") is None  # no options listed: nothing to choose among
+    assert asked("What was Quorra's most recent quarterly revenue?") is None  # "most recent" chooses nothing
     terse = choose("QORA FY23: operating vs investing vs financing - most cash?", [cash], [2023])
     assert terse is not None and terse.first[0] == "Cash provided by operations"
     assert asked("QORA VaR 2Q23 vs 2Q22 - risk down?") is None
