@@ -72,6 +72,13 @@ def test_a_10k_cover_names_its_issuer_form_and_fiscal_year_even_in_two_columns()
                               "Class B Common Stock QORA New York Stock Exchange\n"
                               "(Title of each class) (Trading symbol) (Name of each exchange on which registered)")
     assert identify([Block("paragraph", below, page=1)]).tickers == ("QORA",)
+    # a cover without the symbols' column: the symbol Item 5 says the stock trades under
+    bare = COVER_10K.split("Securities registered")[0]
+    said = [Block("paragraph", bare, page=1),
+            Block("paragraph", "Market Information. Our common stock is traded on the NASDAQ Global Select Market "
+                               "under the symbol \u201cQORA\u201d. The following table sets forth prices.", page=17)]
+    assert identify(said).tickers == ("QORA",)
+    assert identify([Block("paragraph", bare, page=1)]).tickers == ()
 
 
 def test_a_quarterly_report_and_an_earnings_release_name_their_quarter() -> None:

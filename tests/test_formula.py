@@ -130,6 +130,7 @@ def test_an_answer_of_another_kind_than_asked_is_never_a_line_item(question: str
      "capital expenditure as a percent of revenue"),
     ("Vantor Retail COGS, 2020?", "cogs"),  # "Retail": a word of the issuer's name, not a part of the business
     ("how many times did quorra turn over its inventory in fiscal year 2021?", "inventory turnover"),
+    ("QORA COGS % revenue, 3-yr avg FY16-FY18, 1dp", "cost of goods sold as a percent of revenue"),
 ])
 def test_terse_and_casual_wordings_name_the_metric(question: str, name: str) -> None:
     from ragd.answer.statements import asked

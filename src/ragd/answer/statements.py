@@ -266,7 +266,7 @@ _WENT_TO = re.compile(r"\b(?:percent(?:age)?|share|proportion|fraction|%)\s+of\s
                       r"(?:did|does|do)\s+(?:[\w&.'-]+\s+){1,4}?(?:spend|use|pay|devote|allocate|invest|put))\s+"
                       r"(?:to|on|for|into|as|in)\s+(?P<part>[^?]{2,80}?)"
                       r"(?=\s+(?:in|for|during|over|at|by)\b|[?.,]|$)", re.IGNORECASE)
-_RATIO_JOINT = re.compile(r"\s*(?:to|/|over|-to-)\s*", re.IGNORECASE)
+_RATIO_JOINT = re.compile(r"\s*(?:to|/|over|-to-|%(?:\s+of)?)\s*", re.IGNORECASE)
 
 
 def _spans(question: str) -> list[tuple[int, int, str]]:

@@ -24,6 +24,7 @@ from ..types import Block
 
 FIRST_PAGES = 3  # the cover and what follows it
 FIRST_CHARS = 12000  # of a document without pages
+SYMBOL_PAGES = 40  # where a 10-K says the symbol its stock trades under (Item 5), when its cover does not
 
 MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                       "september", "october", "november", "december"), start=1)}
@@ -199,7 +200,7 @@ def identify(blocks: Sequence[Block], title: str | None = None) -> Identity:
     elif form is None and issuer and _ANNUAL.search("\n".join([title or "", text[:300]])):
         form = "annual report"
         sources.append("form:title")
-    tickers = _tickers(text)
+    tickers = _tickers(text) or _said_symbol(blocks)
     end: dt.date | None = None
     quarter: int | None = None
     for pattern, kind in ((_YEAR_END, "year"), (_QUARTER_END, "quarter"), (_REPORT_DATE, "report")):
@@ -247,6 +248,22 @@ def _quarter_of(head: str, blocks: Sequence[Block], end: dt.date | None) -> tupl
         if fits:
             return max(fits)[1]
     return None, None
+
+
+# "Our common stock is traded on the NASDAQ Global Select Market under the symbol “NFLX”" (Item 5 of a 10-K whose
+# cover predates the symbols' column)
+_UNDER_SYMBOL = re.compile(r"\b(?:common\s+(?:stock|shares)|shares)\b[^.]{0,160}?\bunder\s+the\s+(?:ticker\s+|trading\s+)?"
+                           r"symbol\s+[\"“'‘]?([A-Z]{1,5}(?:\.[A-Z])?)\b", re.IGNORECASE)
+
+
+def _said_symbol(blocks: Sequence[Block]) -> tuple[str, ...]:
+    """The symbol a filing says its common stock trades under, in its first SYMBOL_PAGES pages."""
+    for b in blocks:
+        if b.page is not None and b.page > SYMBOL_PAGES:
+            break
+        if b.type != "table" and (m := _UNDER_SYMBOL.search(b.text)) and m.group(1).isupper():
+            return (m.group(1),)
+    return ()
 
 
 def _tickers(text: str) -> tuple[str, ...]:
