@@ -253,7 +253,8 @@ def _quarter_of(head: str, blocks: Sequence[Block], end: dt.date | None) -> tupl
 # "Our common stock is traded on the NASDAQ Global Select Market under the symbol “NFLX”" (Item 5 of a 10-K whose
 # cover predates the symbols' column)
 _UNDER_SYMBOL = re.compile(r"\b(?:common\s+(?:stock|shares)|shares)\b[^.]{0,160}?\bunder\s+the\s+"
-                           r"(?:ticker\s+|trading\s+)?symbol\s+[\"“'‘]?([A-Z]{1,5}(?:\.[A-Z])?)\b", re.IGNORECASE)
+                           r"(?:ticker\s+|trading\s+)?symbol\s+[\"'\u201c\u2018]?([A-Z]{1,5}(?:\.[A-Z])?)\b",
+                           re.IGNORECASE)
 
 
 def _said_symbol(blocks: Sequence[Block]) -> tuple[str, ...]:
