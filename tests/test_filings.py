@@ -419,6 +419,18 @@ def test_answers_are_judged_within_one_percent_after_scale_and_sign() -> None:
 
 # -- end to end -----------------------------------------------------------------------------------------------------
 
+def test_an_eval_over_documents_the_collection_holds_under_their_own_names_finds_them(
+        filings: Path, client: ragd.Ragd, name: str) -> None:
+    """A collection that already held the set's files under their own names took the eval's neutral copies for
+    duplicates, and every retrieved document was none of the set's: filing@1 read near 0."""
+    from ragd.eval.filings import evaluate_filings
+
+    col = client.collection(name)
+    assert not col.ingest([filings.parent / "pdfs"]).failed
+    report = evaluate_filings(client, load_filings(filings), collection=name, max_queries=6)
+    assert report.figures["filing@1"] >= 0.8, report.figures
+
+
 @pytest.fixture(scope="module")
 def filings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("filings")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
+from ..ingest.write import SAME_CONTENT
 from .answers import _MARKER
 from .runner import percentile
 
@@ -265,6 +266,11 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
         raise InvalidRequest(f"{len(report.failed)} documents of {filings.name} failed to ingest "
                              f"(first: {first.source_uri}: {first.reason})")
     by_external = {Path(name).stem: doc for doc, name in names.items()}
+    for item in report.items:  # a file the collection held under another name before: the set's document is that one
+        held = (item.reason or "").removeprefix(SAME_CONTENT) if item.status == "duplicate" else ""
+        mine = by_external.get(Path(item.external_id or item.source_uri).stem)
+        if held and mine and (item.reason or "").startswith(SAME_CONTENT):
+            by_external.setdefault(Path(held).stem, mine)
     by_id = {str(d["doc_id"]): by_external.get(Path(str(d["external_id"])).stem, "")
              for d in col.documents(limit=10_000)}
     reranking = col.settings.reranker != "none"

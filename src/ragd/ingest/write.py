@@ -30,8 +30,10 @@ from . import dedupe, prefetch
 from .normalize import storable
 from .state import PART_ITEMS, STOP_CODES, Collection, Duplicates, Prepared, RunState, fail_item
 
-# -- embedding with the cache ------------------------------------------------------------------------
+SAME_CONTENT = "same content as "  # the reason of a duplicate, before the external id of the document it repeats
 
+
+# -- embedding with the cache ------------------------------------------------------------------------
 
 class _Tally(Protocol):
     embedded: int
@@ -138,7 +140,7 @@ def _plan(conn: psycopg.Connection[Any], col: Collection, batch: list[Prepared],
             others = [ext for doc, ext in active_by_hash.get(p.content_hash, []) if doc != p.doc_id]
             other = others[0] if others else new_hashes.get(p.content_hash)
             if other is not None:
-                p.action, p.reason = "duplicate", f"same content as {other}"
+                p.action, p.reason = "duplicate", f"{SAME_CONTENT}{other}"
                 continue
         new_hashes.setdefault(p.content_hash, p.doc.external_id)
         p.version_id = make_version_id(p.doc_id, p.content_hash)
