@@ -47,6 +47,8 @@ _FYE = re.compile(rf"\b(?:FYE|fiscal\s+year[-\s]end(?:ed|ing)?)\s*-?\s*{_YY}\b",
 _FY_ANY = re.compile(rf"\b{_FISCAL_WORD}{_YY}\b(?!\s*%)", re.IGNORECASE)
 # "the 2022 fiscal year", "2021 fiscal period", "2022 fiscal"
 _YEAR_FISCAL = re.compile(r"\b(?:the\s+)?((?:19|20)\d\d)\s+fiscal(?:\s+(?:year|period))?\b", re.IGNORECASE)
+# a month's name as documents write it, whole or cut short ("May", "Aug.", "September")
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 # a year as questions and statements write it ("2015," is 2015; "2,015", "$2015" and "2015.5" are none)
 YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?!\d|[.,]\d)")
 _QUARTER_YEAR = re.compile(r"\bQ([1-4]) FY((?:19|20)\d\d)\b")

@@ -65,11 +65,10 @@ def _words(text: str) -> frozenset[str]:
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     m = CHOICE.search(question)
-    listed = _AMONG.search(question) or _VERSUS.search(question) or _LISTED.search(question)
+    listed = (_AMONG.search(question) if m else None) or _VERSUS.search(question) or _LISTED.search(question)
     if not m:  # the measure before the superlative ("which cash flow was the highest: ...") or after it with no
         # "which" ("operating vs investing - most cash?"): a choice only among the options listed
         m = _WHICH_WAS.search(question) or _SUPERLATIVE.search(question)
-        listed = _VERSUS.search(question) or _LISTED.search(question)
         if not m or not listed:
             return None
     measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional

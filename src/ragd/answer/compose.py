@@ -446,10 +446,11 @@ def _extractive(question: str, asked: str, context: Sequence[Candidate], col: As
         return _Written(ABSTAIN_ANSWER, reason=f"the {calc.operation.replace('_', ' ')} could not be computed: "
                                                f"{calc.reason}" + (f"; closest: {found}" if found else ""), told=True)
     quoted = extract(asked, quotable, model).text
-    if named and quoted and statements.asks_share(question) and not _PERCENT_SAID.search(MARKER.sub("", quoted)):
+    said = MARKER.sub("", quoted)
+    if named and quoted and statements.asks_share(question) and not _PERCENT_SAID.search(said):
         # a share asked of a named filing whose sentences give amounts only: no answer of the kind asked
         return _Written(ABSTAIN_ANSWER, reason="no passage of the filing gives the percentage asked; closest: "
-                                               f"{_clipped(MARKER.sub('', quoted))}", told=True)
+                                               f"{_clipped(said)}", told=True)
     calculation = None
     if isinstance(calc, Refusal):  # asked for a computation that cannot be done: say so, quote what was found
         rows = " ".join(f"{row} [chunk:{chunk.chunk_id}]" for row, chunk in calc.rows) or quoted

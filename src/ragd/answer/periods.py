@@ -171,7 +171,8 @@ def _merged(header: Sequence[str], body: Sequence[Sequence[str]]) -> tuple[list[
     i = 1
     while i < len(head):
         beside = [j for j in (i - 1, i + 1) if 0 < j < len(head) and head[j].strip()]
-        if head[i].strip() or len(beside) != 1 or not numeric(i) or numeric(i) & numeric(beside[0]):
+        here = set() if head[i].strip() or len(beside) != 1 else numeric(i)
+        if not here or here & numeric(beside[0]):
             i += 1
             continue
         j = beside[0]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatabaseUnavailable, InvalidRequest, RagdError
+from ..fiscal import MONTH
 from ..ingest.write import SAME_CONTENT
 from .answers import _MARKER
 from .runner import percentile
@@ -41,8 +42,7 @@ _GOLD_NUMBER = re.compile(r"^\s*\(?-?\$?\s*-?([\d,]*\.?\d+)\s*\)?\s*(%|percent)?
 _FIGURE = re.compile(r"(?<![\w.])\(?-?\$?\s?(\d[\d,]*(?:\.\d+)?|\.\d+)\)?\s*(%|percent\b|bn\b|billion\b|b\b|"
                      r"million\b|mn\b|m\b|thousand\b|k\b)?", re.IGNORECASE)
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_WHEN = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?=\s|,|$)|"
+_WHEN = re.compile(rf"\b{MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{MONTH}(?=\s|,|$)|"
                    r"\b\d{1,2}[\s-]+(?:months?|weeks?)\s+(?:ended|ending)\b", re.IGNORECASE)
 _YEARISH = re.compile(r"^(?:19|20)\d\d$")
 _WORD = re.compile(r"[a-z]+")
@@ -267,10 +267,10 @@ def evaluate_filings(client: Any, filings: FilingSet, *, collection: str | None 
                              f"(first: {first.source_uri}: {first.reason})")
     by_external = {Path(name).stem: doc for doc, name in names.items()}
     for item in report.items:  # a file the collection held under another name before: the set's document is that one
-        held = (item.reason or "").removeprefix(SAME_CONTENT) if item.status == "duplicate" else ""
+        reason = item.reason or ""
         mine = by_external.get(Path(item.external_id or item.source_uri).stem)
-        if held and mine and (item.reason or "").startswith(SAME_CONTENT):
-            by_external.setdefault(Path(held).stem, mine)
+        if item.status == "duplicate" and reason.startswith(SAME_CONTENT) and mine:
+            by_external.setdefault(Path(reason.removeprefix(SAME_CONTENT)).stem, mine)
     by_id = {str(d["doc_id"]): by_external.get(Path(str(d["external_id"])).stem, "")
              for d in col.documents(limit=10_000)}
     reranking = col.settings.reranker != "none"

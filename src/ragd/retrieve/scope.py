@@ -22,7 +22,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,14 +163,14 @@ def _uncommon(word: str, shortest: int = 4) -> bool:
 
 
 def _names(question: str, h: Held) -> bool:
-    return bool(_naming(question, h))
+    return next(_naming(question, h), None) is not None
 
 
-def _naming(question: str, h: Held) -> list[str]:
+def _naming(question: str, h: Held) -> Iterator[str]:
     """The names of the issuer a question says: its name in full (any case), and the words naming it."""
     lower = f" {re.sub(r'[^a-z0-9&.]+', ' ', question.lower())} "
     phrases, firsts, symbols = _aliases(h)
-    found = [p for p in phrases if f" {p} " in lower or f" {p}s " in lower]
+    yield from (p for p in phrases if f" {p} " in lower or f" {p}s " in lower)
     tokens = _TOKEN.findall(question)
     casual = _casual(question)
     for i, t in enumerate(tokens):
@@ -181,8 +181,7 @@ def _naming(question: str, h: Held) -> list[str]:
         symbol = bare in symbols or (len(bare) >= 3 and bare.upper() in symbols and bare != bare.capitalize() and (
             owner or not bare.islower() or (casual and _uncommon(bare, 3))))
         if first or symbol:
-            found.append(t)
-    return found
+            yield t
 
 
 def names_issuer(name: str, held: Sequence[Held]) -> bool:
@@ -218,7 +217,7 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
     renamed = _named_by_end(years, mine)
     understood = None
     if renamed:  # read again as the issuer names its years
-        understood = _FY_NAMED.sub(lambda m: f"FY{renamed.get(int(m.group(1)), int(m.group(1)))}", question)
+        understood = FY.sub(lambda m: f"FY{renamed.get(int(m.group(1)), int(m.group(1)))}", question)
         question, years, quarter = understood, years_of(understood), quarter_of(understood)
         query = periods(understood)
     issuers = tuple(dict.fromkeys(h.issuer for h in mine))
@@ -227,9 +226,6 @@ def scope_of(question: str, held: Sequence[Held]) -> Scope:
     if years and fiscal and all(y < min(fiscal) - COVERS_BACK or y > max(fiscal) + COVERS_AHEAD for y in years):
         unheld = f"no document of {issuers[0]}{_for(years, quarter)} in this collection"
     return Scope(issuers, mine, years, quarter, query, unheld, form=form_named(question), understood=understood)
-
-
-_FY_NAMED = re.compile(r"\bFY((?:19|20)\d\d)\b")
 
 
 def _named_by_end(years: Sequence[int], mine: Sequence[Held]) -> dict[int, int]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ...fiscal import MONTH
 from ...types import Block, BlockType, table_text
 from ..normalize import normalize_text
 from .borderless import aligned_table, contents_table
@@ -191,7 +192,7 @@ def finish(pages: Sequence[PageText]) -> list[Block]:
     return _periods_over_tables(blocks)
 
 
-_MONTH_DAY = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"  # "May 31", "Aug. 29"
+_MONTH_DAY = rf"{MONTH}\s+\d{{1,2}}"  # "May 31", "Aug. 29"
 # a period as a statement's column header writes it: "August 29, 2021", "Fiscal 2021", "Year Ended May 31, 2019"
 _PERIOD_LABEL = re.compile(
     r"^(?:(?:fiscal\s+)?(?:years?|quarters?|(?:three|six|nine|twelve|\d{1,2}|thirteen|fifty-two|fifty-three)"
