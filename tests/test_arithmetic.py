@@ -84,6 +84,31 @@ def test_questions_without_arithmetic_or_asking_why_are_not_computed() -> None:
     assert isinstance(compute("What was the change in revenue from 2018 to 2019?", []), Refusal)
 
 
+@pytest.mark.parametrize("question", [
+    "In which year was the weighted average number of shares largest?",  # a period chosen
+    "Which segment had the largest percentage change in revenue?",  # a name chosen
+    "Who approved the increase in the dividend?",
+    "How many types of non-cash changes are there?",  # a count of things
+    "What does the average rate used to calculate capitalized interest represent?",  # a meaning
+    "What are the respective changes in revenue in 2018 and 2019?",  # figures listed as printed
+    "What accounted for the decrease in the share of net earnings?",  # a cause
+    "Which locations are responsible for driving the increase in sales in 2019?",
+    "What is the increase in total revenue attributed to?",
+    "What was the weighted average number of shares in 2018?",  # a printed figure's name
+])
+def test_a_question_asking_for_another_kind_of_answer_is_not_computed(question: str) -> None:
+    assert compute(question, [SEGMENTS]) is None
+
+
+@pytest.mark.parametrize(("question", "op"), [
+    ("What was the change in the weighted average number of shares from 2018 to 2019?", "change"),
+    ("What was the average net income attributable to noncontrolling interest for 2017-2019?", "average"),
+    ("How many more shares were issued in 2019 than in 2018?", "change"),
+])
+def test_the_arithmetic_of_a_figure_named_by_arithmetic_words_is_the_question_s(question: str, op: str) -> None:
+    assert operation(question) == op
+
+
 @pytest.mark.parametrize(("cell", "value"), [("$ 1,571.7", 1571.7), ("(3.1)", -3.1), ("-34.8", -34.8), ("4%", 4.0),
                                              ("$(11.9)", -11.9), ("\u2212 2", -2.0), ("—", None), ("n/a", None),
                                              ("2019 (proposed)", None), ("", None)])

@@ -47,12 +47,14 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sum", re.compile(r"\bsum\s+of\b|\bcombined\b|\baltogether\b|\bin\s+total\s*(?:[?.,;]|$)|\btotal\s+of\b",
                        re.IGNORECASE)),
     ("change", re.compile(r"\b(?:change[sd]?|increase[sd]?|decrease[sd]?|difference|differ|grow|grew|growth|"
-                          r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b", re.IGNORECASE)),
+                          r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b"
+                          r"|\bhow\s+(?:much|many)\s+(?:more|less|fewer|higher|lower)\b", re.IGNORECASE)),
 )
 # A question about why or how something changed asks for an explanation, not a figure.
-_CAUSE = re.compile(r"\b(?:why|reasons?|caused?|resulted|led\s+to|due\s+to|driven|drove|drivers?|attributable|"
-                    r"explain\w*|"
-                    r"contribut\w+)\b|\bhow\s+(?:did|does|do|has|have|was|were|is|are)\b(?!.*\bby\b)", re.IGNORECASE)
+_CAUSE = re.compile(r"\b(?:why|reasons?|caused?|resulted|led\s+to|due\s+to|driven|drove|drivers?|driving|"
+                    r"accounts?\s+for\s+the|accounted\s+for\s+the|responsible\s+for|explain\w*|contribut\w+)\b"
+                    r"|\battribut(?:able|ed)\s+to\s*[?.]?\s*$"
+                    r"|\bhow\s+(?:did|does|do|has|have|was|were|is|are)\b(?!.*\bby\b)", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be between by change changed compared company did do does during each for "
                   "from had has have how in increase is it its much of on or over percentage period the their "
@@ -99,9 +101,26 @@ _LABELS = {"change": "Change", "percent_change": "Percentage change", "average":
            "ratio": "Ratio", "share": "Share"}
 
 
+# Questions whose answer is of another kind than a computed figure, whatever words of arithmetic they hold: a name
+# or a period chosen ("In which year was the weighted average number of shares largest?", "Which segment had the
+# largest change?"), a count of things ("How many types of non-cash changes are there?"), a meaning ("What does
+# the average rate represent?") or figures listed as printed ("the respective ... in 2018 and 2019")
+_OTHER_KIND = re.compile(
+    r"^\W*(?:(?:in|for|within|from|to|of|at|under|on|by|during)\s+)?(?:which|who|whom|whose)\b"
+    r"|^\W*how\s+many\s+(?:(?:different|distinct|separate|main|major|key)\s+)?(?:types?|kinds?|items?|factors?|"
+    r"categor(?:y|ies)|years?|segments?|components?|elements?|classes|sources|countries|regions|locations)\b"
+    r"|\bwhat\s+(?:does|do|did)\b.*\b(?:mean|represent|refer\s+to|stand\s+for|comprise|include)\s*\??\s*$"
+    r"|\brespective(?:ly)?\b", re.IGNORECASE)
+# the name of a figure whose words are arithmetic's ("weighted average shares" are printed, not averaged)
+_NAMING = re.compile(r"\bweighted[-\s]+average\b", re.IGNORECASE)
+
+
 def operation(question: str) -> str | None:
-    """The arithmetic a question asks for, or None."""
-    return next((name for name, pattern in _OPERATIONS if pattern.search(question)), None)
+    """The arithmetic a question asks for, or None (its answer is of another kind, or no arithmetic is asked)."""
+    if _OTHER_KIND.search(question):
+        return None
+    asked = _NAMING.sub(" ", question)
+    return next((name for name, pattern in _OPERATIONS if pattern.search(asked)), None)
 
 
 def parse_number(cell: str) -> float | None:
