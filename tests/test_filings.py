@@ -19,7 +19,7 @@ import pytest
 import ragd
 from ragd.answer.periods import Table, quarter_asked, quarters_asked
 from ragd.answer.question import decimals_asked, read_question
-from ragd.answer.statements import Computed, Missing, answer, asks_movement, asks_trend, topic
+from ragd.answer.statements import Computed, Missing, answer, asks_movement, asks_trend, topic, verdict
 from ragd.answer.vocabulary import concept_of, label_key
 from ragd.errors import InvalidRequest
 from ragd.eval.filings import judge_answer, load_filings, matches_figure
@@ -337,6 +337,16 @@ def test_debt_on_the_balance_sheet_is_its_parts_summed_and_a_change_says_by_how_
         "Total assets, 2021: 80,000 million, up 10,000 million (14.3%) from 70,000 million in 2020 (")
     missing = answer("Did inventories fall between 2020 and 2021?", tables)
     assert isinstance(missing, Missing) and not missing.metric  # a line item the tables lack: left to passages
+    # a question about a direction is answered by it, from the movement computed
+    assert verdict("Has Quorra increased its debt on balance sheet between 2021 and 2020?", debt) == "No"
+    assert verdict("Did Quorra reduce its debt in 2021?", debt) == "Yes"
+    assert verdict("quorra debt 2021 - up or down?", debt) == "Down"
+    assert verdict("Did total assets grow between 2020 and 2021?", assets) == "Yes"
+    assert verdict("Did total assets decline between 2020 and 2021?", assets) == "No"
+    assert verdict("Did total assets grow more than 20% between 2020 and 2021?", assets) is None  # a bar, not a sign
+    assert verdict("Did total assets grow faster than sales between 2020 and 2021?", assets) is None
+    assert verdict("What were total assets in 2021 against 2020?", assets) is None  # no direction asked
+    assert verdict("Did total assets grow in 2021?", long_term) is None  # nothing compared
 
 
 def test_a_quarter_is_read_from_its_three_month_column_and_a_year_from_its_year_end() -> None:
@@ -367,6 +377,11 @@ def test_a_quarter_is_read_from_its_three_month_column_and_a_year_from_its_year_
                     "compared to the same quarter of 2023?", tables)
     assert isinstance(margin, Computed) and margin.result == pytest.approx(274 / 95.83)
     assert margin.earlier == ((2023, pytest.approx(306 / 103.29)),)
+    # a quarter's direction asked with one year: against the same quarter of the year before
+    asked = read_question("Did revenue decrease in Q2 of FY2024?")
+    fell = answer(asked.text, tables, original=asked.asked)
+    assert isinstance(fell, Computed) and fell.earlier == ((2023, 10329.0),) and fell.result == 9583.0
+    assert verdict("Did revenue decrease in Q2 of 2024?", fell) == "Yes"
     cash = answer("What were Quorra's cash and cash equivalents at the end of FY2023?", tables)
     assert isinstance(cash, Computed) and cash.result == 1874.0  # the year end's column, not July's
     drop = answer("Was there any drop in cash and cash equivalents between FY 2023 and Q2 of FY2024?", tables)
@@ -505,6 +520,12 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert unexplained.abstained and unexplained.reason
     assert unexplained.reason.startswith("no passage of the filing says what drove it; Inventory, 2021: ")
     assert "[chunk:" not in unexplained.reason and " from " in unexplained.reason
+    # a question about a direction: its answer says which, then the movement it is read from
+    grew = col.ask(f"Did {issuer}'s total assets increase in FY2021?")
+    assert not grew.abstained, grew.reason
+    moved = re.search(r"Total assets, 2021: [\d,.]+ (?:million|thousand|billion)?,? ?(up|down) ", grew.answer)
+    assert moved, grew.answer
+    assert grew.answer.startswith(("Yes. " if moved.group(1) == "up" else "No. ") + "Total assets, 2021: ")
     # a share asked, and the filing's sentences give amounts only: no answer of another kind
     share = col.ask(f"What share of {issuer}'s capital expenditures in FY2021 was for information technology?")
     assert share.abstained and share.reason, share.answer

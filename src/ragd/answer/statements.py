@@ -351,6 +351,44 @@ def asks_movement(question: str) -> bool:
         None, None)
 
 
+# the direction a question asks about: a rise, or a fall (improvement and deterioration are left unsaid: whether a
+# rise of debt or of a cost ratio is one is the reader's judgement)
+_UP = re.compile(r"\b(?:increas(?:e|es|ed|ing)|ris(?:e|es|en|ing)|rose|gr(?:ow|ows|ew|own|owing)|higher|gain(?:s|ed)?|"
+                 r"expand(?:s|ed)?|(?:go|goes|gone|went|going)\s+up|up)\b", re.IGNORECASE)
+_DOWN = re.compile(r"\b(?:decreas(?:e|es|ed|ing)|declin(?:e|es|ed|ing)|fall(?:s|en|ing)?|fell|drop(?:s|ped|ping)?|"
+                   r"reduc(?:e|es|ed|ing)|shr(?:ink|inks|ank|unk)|lower|(?:go|goes|gone|went|going)\s+down|down)\b",
+                   re.IGNORECASE)
+_EITHER = re.compile(r"\b(?:up|increas\w*|higher|ris\w*|gr[eo]w\w*)\s+or\s+(?:down|decreas\w*|lower|f[ae]ll\w*|"
+                     r"declin\w*)\b|\b(?:down|decreas\w*|lower|f[ae]ll\w*|declin\w*)\s+or\s+(?:up|increas\w*|higher|"
+                     r"ris\w*|gr[eo]w\w*)\b", re.IGNORECASE)
+
+# a direction measured against a bar ("grow more than 5%", "faster than sales", "stay above 20%", "by 10") is more
+# than a sign; a quarter's or a year's name ("Q2", "FY22") is none
+_THRESHOLD = re.compile(r"\b(?:than|least|most|exceed\w*|above|below|beyond)\b|"
+                        r"(?<![\w.])(?!(?:19|20)\d\d\b)\d[\d,.]*(?:bn|mn|m|k|x)?(?!\w)", re.IGNORECASE)
+
+
+def asks_direction(question: str) -> bool:
+    """Whether the question asks which way a measure moved: "Did it increase its debt?", "did margins go up or
+    down?" (a bar to pass, "more than 5%", asks more than a direction)."""
+    if _THRESHOLD.search(question):
+        return False
+    return bool(_EITHER.search(question)) or (
+        bool(_YES_NO.match(question)) and bool(_UP.search(question)) != bool(_DOWN.search(question)))
+
+
+def verdict(question: str, computed: Computed) -> str | None:
+    """The word that answers a question about a direction, from the movement computed against the year before:
+    "Yes" or "No" to "Has it increased its debt?" / "Did margins fall?", "Up" or "Down" to "did it go up or down?";
+    None when the question asks no direction or nothing was compared."""
+    if not computed.earlier or not asks_direction(question):
+        return None
+    diff = computed.result - computed.earlier[-1][1]
+    if _EITHER.search(question):
+        return "Up" if diff > 0 else "Down" if diff < 0 else "Unchanged"
+    return "Yes" if (diff > 0 if _UP.search(question) else diff < 0) else "No"
+
+
 def topic(computed: Computed) -> tuple[frozenset[str], ...]:
     """The names of a computed metric or line item, each as the first five letters of its words: its own (the
     part before "as a percent of"), its rows' labels (of the numerator, for a metric: "Operating income" for an
@@ -395,10 +433,13 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     before, compared; `over`: the years of a trend asked (`asks_trend`), each compared with the one before."""
     metric, concept = asked(question, cause=movement)
     years = list(over) or years_asked(question)
-    if movement and len(years) == 1:
+    direction = len(years) == 1 and not over and asks_direction(question)  # "did it increase in 2021?"
+    if (movement or direction) and len(years) == 1:
         years = [years[0] - 1, years[0]]
-    each = movement or len(over) > 1  # each year read against the one before it
+    each = movement or direction or len(over) > 1  # each year read against the one before it
     quarters = quarters_asked(original or question)
+    if direction and years[-1] in quarters:  # a quarter's direction: against the same quarter a year before
+        quarters.setdefault(years[0], quarters[years[-1]])
     held = tuple(sorted(quarters.items()))
     if (metric is None and concept is None) or not years:
         return None
