@@ -102,7 +102,7 @@ quality: setup
 		$(ANSWER_GATES) --out $$home/answers; rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then RAGD_HOME=$$home $(BIN)/ragd eval $(TATQA) --answers --max-queries 400 \
 		$(LOOKALIKE_GATES) --out $$home/lookalike; rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then $(BIN)/python bench/filinggen.py --out $$home/filinggen --seed 23 > /dev/null && \
+	if [ $$rc -eq 0 ]; then $(BIN)/python bench/filinggen.py --out $$home/filinggen --seed 23 --lookalikes > /dev/null && \
 		RAGD_HOME=$$home $(BIN)/ragd eval $$home/filinggen/filings.jsonl $(FILINGGEN_GATES) \
 		--out $$home/filinggen/eval; rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then RAGD_HOME=$$home $(BIN)/ragd eval $(FINANCEBENCH) $(FILINGS_GATES) \

@@ -227,8 +227,16 @@ class Doc:
         self.pdf.save()
 
 
-def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> dict[str, int]:
-    """The filing's PDF; the page (1-based) of each part, for the evidence."""
+def year_ends(issuer: Issuer, years: tuple[int, ...]) -> list[str]:
+    """The balance sheet's column captions: each year's end ("Jan. 29, 2022")."""
+    return [f"{year_end(issuer, y):%b}. {year_end(issuer, y).day}, {year_end(issuer, y).year}" for y in years]
+
+
+def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random, lookalikes: bool = False
+                ) -> dict[str, int]:
+    """The filing's PDF; the page (1-based) of each part, for the evidence. `lookalikes`: the statements of a part
+    of the group too (`draw_part`), before or after the consolidated ones."""
+    part_first = lookalikes and random.Random(f"{issuer.name}-part").random() < 0.5
     end = year_end(issuer, year)
     d = Doc(path, issuer, year)
     pages: dict[str, int] = {}
@@ -285,6 +293,8 @@ def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> di
     d.paragraph(f"Capital expenditures were ${-now['purchases of property and equipment']:,.0f} million in fiscal "
                 f"{year}, mainly for new stores, distribution capacity and information technology.")
     d.next_page()
+    if part_first:
+        draw_part(d, issuer, year)
     cols3 = [str(y) for y in (year, year - 1, year - 2)]
     unit = "(In millions, except per share data)"
     pages["income"] = d.page
@@ -292,14 +302,15 @@ def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> di
             [(k, [issuer.years[y][k] for y in (year, year - 1, year - 2)]) for k in INCOME], unit)
     d.next_page()
     pages["balance"] = d.page
-    d.table("Consolidated Balance Sheets", [f"{year_end(issuer, y):%b}. {year_end(issuer, y).day}, "
-                                            f"{year_end(issuer, y).year}" for y in (year, year - 1)],
+    d.table("Consolidated Balance Sheets", year_ends(issuer, (year, year - 1)),
             [(k, [issuer.years[y][k] for y in (year, year - 1)]) for k in BALANCE], "(In millions)")
     d.next_page()
     pages["cash"] = d.page
     d.table("Consolidated Statements of Cash Flows", cols3,
             [(k, [issuer.years[y][k] for y in (year, year - 1, year - 2)]) for k in CASH], "(In millions)")
     d.next_page()
+    if lookalikes and not part_first:
+        draw_part(d, issuer, year)
     pages["segments"] = d.page
     draw_segments(d, issuer, year)
     d.line("Notes to Consolidated Financial Statements", bold=True)
@@ -307,6 +318,32 @@ def draw_filing(path: Path, issuer: Issuer, year: int, rng: random.Random) -> di
                 "consolidated financial statements include the accounts of the Company and its subsidiaries.")
     d.save()
     return pages
+
+
+# the statements of a part of the group that a 10-K may print beside the consolidated ones: a subsidiary that files
+# too, the parent company alone (Schedule I), a segment's; the same line items, a fraction of the figures
+PART_TITLES = ["{sub}\nStatements of Income", "Statements of Income of {sub}",
+               "Condensed Financial Information of Registrant\nCondensed Statements of Income (Parent Company Only)",
+               "{seg} Segment\nStatements of Income"]
+
+
+def draw_part(d: Doc, issuer: Issuer, year: int) -> None:
+    """A part of the group's statements of income and balance sheets, each figure a share (4% to 30%) of the
+    group's, so the part's balance sheet balances too: only a title or the figures tell it from the group's."""
+    rng = random.Random(f"{issuer.name}-{year}-part")
+    share = rng.uniform(0.04, 0.3)
+    title = rng.choice(PART_TITLES).format(sub=f"{issuer.short} {rng.choice(['Credit', 'Finance', 'Supply'])} "
+                                               "Corporation", seg=rng.choice(SEGMENTS))
+    head, _, name = title.rpartition("\n")
+    if head:
+        d.line(head, bold=True, size=issuer.size + 1.5)
+    cols3 = [str(y) for y in (year, year - 1, year - 2)]
+    d.table(name, cols3, [(k, [round(issuer.years[y][k] * share) for y in (year, year - 1, year - 2)])
+                          for k in INCOME], "(In millions)")
+    d.table(name.replace("Statements of Income", "Balance Sheets"),
+            year_ends(issuer, (year, year - 1)),
+            [(k, [round(issuer.years[y][k] * share) for y in (year, year - 1)]) for k in BALANCE], "(In millions)")
+    d.next_page()
 
 
 SEGMENT_ITEMS = ["net sales", "operating income", "depreciation and amortization",
@@ -474,9 +511,10 @@ def reworded(questions: list[dict[str, object]], seed: int) -> list[dict[str, ob
 
 
 def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: int = 2,
-             wordings: str = "plain") -> Path:
+             wordings: str = "plain", lookalikes: bool = False) -> Path:
     """Write out/pdfs/*.pdf and out/filings.jsonl; the questions file's path. `wordings="varied"`: the questions in
-    other wordings (`reworded`), the documents the same."""
+    other wordings (`reworded`), the documents the same; `lookalikes`: each filing also prints a part of the group's
+    statements (`draw_part`), the questions and their answers the same."""
     rng = random.Random(seed)
     years = list(range(2021 - nyears + 1, 2022))
     made = issuers(rng, count + unheld, years)
@@ -489,7 +527,7 @@ def generate(out: Path, count: int = 6, nyears: int = 3, seed: int = 7, unheld: 
         for year in years:
             doc = f"{issuer.ticker}_{year}_10K"
             held[(issuer.name, year)] = doc
-            pages[doc] = draw_filing(out / "pdfs" / f"{doc}.pdf", issuer, year, rng)
+            pages[doc] = draw_filing(out / "pdfs" / f"{doc}.pdf", issuer, year, rng, lookalikes)
             info.append({"doc_name": doc, "company": issuer.name, "doc_type": "10k", "doc_period": year})
     qs = questions(rng, held_issuers, years, held, pages, [o.short for o in outsiders])
     if wordings == "varied":
@@ -511,8 +549,10 @@ def main() -> None:
     parser.add_argument("--wordings", choices=("plain", "varied"), default="plain",
                         help="varied: each question in another wording drawn from a grammar (terse, wrapped, casual, "
                              "defined), with another period notation")
+    parser.add_argument("--lookalikes", action="store_true",
+                        help="each filing also prints a subsidiary's, the parent's or a segment's statements")
     args = parser.parse_args()
-    path = generate(args.out, args.issuers, args.years, args.seed, args.unheld, args.wordings)
+    path = generate(args.out, args.issuers, args.years, args.seed, args.unheld, args.wordings, args.lookalikes)
     print(f"wrote {path} and {args.out / 'pdfs'}; measure with: ragd eval {path}")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import ragd
-from ragd.answer.periods import Table, quarter_asked, quarters_asked
+from ragd.answer.periods import Table, find_labelled, quarter_asked, quarters_asked
 from ragd.answer.question import decimals_asked, read_question
 from ragd.answer.statements import Computed, Missing, answer, asks_movement, asks_trend, topic, verdict
 from ragd.answer.vocabulary import concept_of, label_key
@@ -301,6 +301,32 @@ def test_per_share_sections_titles_over_years_and_qualified_items_are_read_as_me
     assert isinstance(answer("What were Quorra's total sales to customers in 2021?", [table]), Computed)
 
 
+def test_a_part_of_the_group_s_statements_is_told_by_its_title_or_its_figures() -> None:
+    """A subsidiary's, the parent's or a segment's statements printed before the group's, with the same line items:
+    a title naming the part, or figures a fraction of the group's, make them no answer for the issuer."""
+    for title in ("Statements of Income of Quorra Finance Corporation (In millions)",
+                  "Condensed Statements of Income (Parent Company Only) (In millions)"):
+        part = _chunk(f"{title} | 2021 | 2020 | 2019\nNet sales | 900 | 850 | 800\nCost of sales | 600 | 500 | "
+                      "450\nGross profit | 300 | 350 | 350\nNet income | 90 | 80 | 70\nMerchandise inventories | 40 | "
+                      "30 | 20", page=38)
+        tables = [*Table.read(part), *Table.read(INCOME), *Table.read(BALANCE)]
+        revenue = answer("What was Quorra's net revenue in FY2021?", tables)
+        assert isinstance(revenue, Computed) and revenue.result == 10000.0, (title, revenue)
+        margin = answer("What was Quorra's gross margin in FY2021?", tables)
+        assert isinstance(margin, Computed) and margin.result == 40.0
+        assert find_labelled(tables, "merchandise inventories", 2021).value == 1500.0  # by its words: the group's
+    # the part alone: its figures are all there is
+    alone = answer("What was Quorra's net revenue in FY2021?", Table.read(part))
+    assert isinstance(alone, Computed) and alone.result == 900.0
+    # a heading stays over the tables after it: the group's statement under a segment's heading is still the
+    # group's when its own caption says "consolidated"
+    body = "| 2021 | 2020\nNet sales | 900 | 850\nNet income | 90 | 80"
+    after = Table.read(_chunk(f"Consolidated Statements of Income {body}", heading=("Professional Segment",)))
+    alike = Table.read(_chunk(f"Statements of Income {body}", heading=("Professional Segment",)))
+    assert not after[0].partial and alike[0].partial
+    assert Table.read(_chunk(f"Condensed Consolidating Statements of Income {body}"))[0].partial
+
+
 def test_a_period_split_over_two_columns_by_currency_signs_is_read_as_one() -> None:
     # the header's year stands over the signs' column of a few rows, the figures of most rows stand beside it
     sheet = _chunk("Consolidated Balance Sheets (In millions) | | 2021 | 2020\n"
@@ -449,7 +475,8 @@ def test_an_eval_over_documents_the_collection_holds_under_their_own_names_finds
 @pytest.fixture(scope="module")
 def filings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("filings")
-    return Path(_filinggen().generate(out, count=3, nyears=2, seed=11, unheld=1))
+    return Path(_filinggen().generate(out, count=3, nyears=2, seed=11, unheld=1,
+                                            lookalikes=True))  # a part of the group's statements beside the group's
 
 
 def test_ragd_eval_measures_generated_look_alike_filings(filings: Path, cli_env: dict[str, str],

@@ -36,6 +36,7 @@ _PARTIAL = re.compile(r"\b(?:consolidating|guarantors?|non-?guarantors?|parent\s
                       r"subsidiar(?:y|ies)\s+(?:only|issuers?)|segments?\b(?!\s+information\s+is)|"
                       r"supplemental\s+condensed|variable\s+interest\s+entit|pro\s+forma|unaudited\s+quarterly|"
                       r"quarterly\s+(?:financial\s+)?(?:data|results))", re.IGNORECASE)
+_CONSOLIDATED = re.compile(r"\bconsolidated\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,17 @@ class Table:
     fiscal: tuple[int, int] | None = None  # (the month its fiscal years end, fiscal year - that end's year)
     quarterly: bool = False  # a quarter's document (its dated columns are also the quarter's and the year's)
     title: str = ""  # its heading path, header label and first row's label
+    caption: str = ""  # its own: the header's label and the first row's
 
     @property
     def partial(self) -> bool:
         """Whether its title says it is a part of the group's figures (a segment's, a guarantor's, the parent
-        company's alone, a consolidating schedule's), not the consolidated statement."""
-        return bool(_PARTIAL.search(self.title))
+        company's alone, a consolidating schedule's), not the consolidated statement. A caption of its own saying
+        "consolidated" and no part is the group's under whatever heading came before it (a heading stays in the
+        path of the tables after it until another replaces it: "Professional Segment" over the next pages)."""
+        if _PARTIAL.search(self.caption):
+            return True
+        return not _CONSOLIDATED.search(self.caption) and bool(_PARTIAL.search(self.title))
 
     @classmethod
     def read(cls, chunk: Candidate) -> list[Table]:
@@ -72,7 +78,8 @@ class Table:
            body: Sequence[Sequence[str]] | None = None) -> Table:
         if header is None or body is None:
             header, body = table(chunk.content)
-        title = " ".join([*chunk.heading_path, header[0], *(r[0] for r in body[:1] if r)])
+        caption = " ".join([header[0], *(r[0] for r in body[:1] if r)])
+        title = " ".join([*chunk.heading_path, caption])
         statement = statement_named(title)
         unit = unit_of(" ".join([header[0], *chunk.heading_path[-1:]]))
         body = _sectioned(body)
@@ -85,7 +92,7 @@ class Table:
             # a quarter's end lies 3 x (4 - its quarter) months before the end of its fiscal year
             months = int(end[:4]) * 12 + int(end[5:7]) - 1 + (3 * (4 - int(quarter)) if quarter else 0)
             fiscal = (months % 12 + 1, int(ident["fiscal_year"]) - months // 12)
-        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal, bool(quarter), title)
+        return cls(chunk, tuple(header), tuple(body), statement, unit, items, fiscal, bool(quarter), title, caption)
 
 
 def unit_of(text: str) -> str:
@@ -338,6 +345,7 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     statement (or the one the question asks to rely on), with one column for the period and the most line items;
     the row whose label names the concept most specifically."""
     home = LINE_ITEMS[concept][0]
+    whole = _whole(tables, year, quarter)
 
     def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
         if home == "balance" and flows(t):  # its rows of balance sheet items are their changes, not balances
@@ -347,10 +355,49 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
         if not rows:
             return None
         rank, row = min(rows, key=lambda x: x[0])
-        return (int(t.statement == home) + int(hint is not None and t.statement == hint), int(not t.partial),
+        return (int(t.statement == home) + int(hint is not None and t.statement == hint), int(whole(t, col)),
                 t.items, -rank), row, concept
 
     return _best_fact(tables, year, quarter, read)
+
+
+PART_SHARE = 0.5  # a table whose revenue (or total assets) is under this share of another's is a part of the group
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_SIZES = ("revenue", "total_assets")  # what tells a group's statement from a part's by its figures
+
+
+def _size(t: Table, col: int) -> tuple[str, float] | None:
+    """The table's revenue (else total assets) in the column, in units (its caption's unit known)."""
+    if t.unit not in _SCALES:
+        return None
+    for concept in _SIZES:
+        rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
+                and col < len(r) and parse_number(r[col]) is not None]
+        if rows:
+            value = parse_number(min(rows, key=lambda x: x[0])[1][col])
+            assert value is not None
+            return concept, abs(value) * _SCALES[t.unit]
+    return None
+
+
+def _whole(tables: Sequence[Table], year: int, quarter: int | None) -> Callable[[Table, int], bool]:
+    """Whether a table (in a column) is the group's, not a part's: its title says no part (`Table.partial`), and
+    its figures are not a part's: its revenue (or total assets) for the period is at least PART_SHARE of the
+    largest any table gives (a subsidiary's or a segment's statements under a title that names no part)."""
+    largest: dict[str, float] = {}
+    for t in tables:
+        col = period_column(t, year, quarter)
+        sized = _size(t, col) if col is not None else None
+        if sized is not None:
+            largest[sized[0]] = max(largest.get(sized[0], 0.0), sized[1])
+
+    def whole(t: Table, col: int) -> bool:
+        if t.partial:
+            return False
+        sized = _size(t, col)
+        return sized is None or sized[1] >= PART_SHARE * largest[sized[0]]
+
+    return whole
 
 
 def flows(t: Table) -> bool:
@@ -378,6 +425,7 @@ def find_labelled(tables: Sequence[Table], words: str, year: int, hint: str | No
     wanted = _stems(words)
     if not wanted:
         return None
+    whole = _whole(tables, year, quarter)
 
     def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
         rows = [(len(held), r) for r in t.rows if r and col < len(r) and parse_number(r[col]) is not None
@@ -385,8 +433,8 @@ def find_labelled(tables: Sequence[Table], words: str, year: int, hint: str | No
         if not rows:
             return None
         size, row = min(rows, key=lambda x: x[0])
-        return (int(t.statement is not None), int(hint is not None and t.statement == hint), t.items,
-                -size), row, f"row:{label_key(row[0])}"
+        return (int(t.statement is not None), int(hint is not None and t.statement == hint), int(whole(t, col)),
+                t.items, -size), row, f"row:{label_key(row[0])}"
 
     return _best_fact(tables, year, quarter, read)
 
