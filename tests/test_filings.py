@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import ragd
-from ragd.answer.periods import Table, find_labelled, quarter_asked, quarters_asked
+from ragd.answer.periods import Table, find_labelled, quarter_asked, quarters_asked, years_asked
 from ragd.answer.question import decimals_asked, read_question
 from ragd.answer.statements import Computed, Missing, answer, asks_movement, asks_trend, topic, verdict
 from ragd.answer.vocabulary import concept_of, label_key
@@ -111,6 +111,10 @@ def test_instructions_are_split_off_and_periods_written_as_filings_write_them() 
                       "defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019). Round your answer to "
                       "two decimal places.")
     assert q.text == "What is the 2019 fixed asset turnover ratio for Quorra?"
+    # a period named in a clause set apart as the question's source is still the question's
+    q = read_question("Using the balance sheet of Q2 of FY2024, what were Quorra's inventories?")
+    assert q.text == "what were Quorra's inventories in 2024?" and quarter_asked(q.asked) == 2
+    assert read_question("Based on the income statement, what is the gross margin?").text == "what is the gross margin?"
     assert periods("What was revenue in Q2 FY2024?") == "What was revenue in Q2 FY2024 fiscal year 2024 Q2 quarter " \
                                                         "fiscal 2024?"
 
@@ -736,6 +740,14 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     terse = choose("QORA FY23: operating vs investing vs financing - most cash?", [cash], [2023])
     assert terse is not None and terse.first[0] == "Cash provided by operations"
     assert asked("QORA VaR 2Q23 vs 2Q22 - risk down?") is None
+    # the options right after "which of", the period in a clause set apart as the source
+    read = read_question("Based on Quorra's statement of cash flows for FY2023, which of operating, investing and "
+                         "financing activities brought in the most cash?")
+    assert read.text.endswith("brought in the most cash in 2023?")
+    which_of = choose(read.text, [cash], years_asked(read.text))
+    assert which_of is not None and which_of.first[0] == "Cash provided by operations"
+    assert len(which_of.options) == 3
+    assert asked("Which of the three segments had the highest revenue?").options == ()  # none named
 
 
 def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:

@@ -34,6 +34,11 @@ _AMONG = re.compile(r"\bamong\s+(?!all\b|the\b|its\b|their\b|these\b|those\b)(?P
 _WHICH_WAS = re.compile(rf"\b(?:which|what)\s+(?P<measure>[^?:]{{2,60}}?)\s+(?:was|were|is|are)\s+(?:the\s+)?"
                         rf"(?P<sup>{'|'.join(MOST + LEAST)})\b"
                         r"(?!\s+(?!(?:in|for|of|during|among|between|at|on)\b)[\w(])", re.IGNORECASE)
+# "which of operating, investing and financing activities brought in the most cash": the options right after
+# "which of", up to the word after the last "and"/"or" (with the kind of thing they are)
+_WHICH_OF = re.compile(r"\b(?:which|what)\s+(?:one\s+)?of\s+(?:the\s+)?(?P<list>[^?]*?\b(?:and|or)\s+[\w&'-]+"
+                       r"(?:\s+(?:activities|segments?|businesses|divisions?|units?|flows?|categories|products?))?)\b",
+                       re.IGNORECASE)
 _LISTED = re.compile(r"(?::|\bamong\b)\s*(?P<list>[^?:]+?)\s*\??\s*$", re.IGNORECASE)
 # "operating vs investing vs financing - most cash?": options set against each other, a superlative and its measure
 _VERSUS = re.compile(r"(?P<list>\w[\w&'.-]*(?:\s+\w[\w&'.-]*){0,3}(?:\s+(?:vs\.?|versus)\s+\w[\w&'.-]*"
@@ -65,7 +70,8 @@ def _words(text: str) -> frozenset[str]:
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     m = CHOICE.search(question)
-    listed = (_AMONG.search(question) if m else None) or _VERSUS.search(question) or _LISTED.search(question)
+    listed = ((_AMONG.search(question) or _WHICH_OF.search(question)) if m else None) or _VERSUS.search(question) \
+        or _LISTED.search(question)
     if not m:  # the measure before the superlative ("which cash flow was the highest: ...") or after it with no
         # "which" ("operating vs investing - most cash?"): a choice only among the options listed
         m = _WHICH_WAS.search(question) or _SUPERLATIVE.search(question)

@@ -77,13 +77,29 @@ def read_question(question: str) -> ReadQuestion:
         clause = _SOURCE_CLAUSE.match(sentence)
         if clause:
             instructions.append(clause.group(0).strip(" ,"))
-            sentence = sentence[clause.end():]
+            sentence = _with_period(sentence[clause.end():], clause.group(0))
         for m in _FORM_PHRASE.finditer(sentence):
             instructions.append(m.group(0).strip(" ,"))
         sentence = _FORM_PHRASE.sub("", sentence)
         kept.append(sentence.strip())
     text = " ".join(k for k in kept if k) or question
     return ReadQuestion(periods_as_written(text), tuple(i for i in instructions if i), question)
+
+
+# the period a source clause names ("Based on Nike's statement of cash flows for FY2023, which ..."): the quarter
+# and year it says, which the question asks about though the clause is set apart
+_CLAUSE_PERIOD = re.compile(r"(?:\b(?:Q[1-4]|(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter)\s+(?:of\s+)?)?"
+                            r"\b(?:fiscal\s+(?:year\s+)?|FY\s*'?)?(?:19|20)\d\d\b|\bFY\s*'?\d\d\b", re.IGNORECASE)
+
+
+def _with_period(rest: str, clause: str) -> str:
+    """The question after its source clause, with the period the clause names where it names none."""
+    said = [m.group(0) for m in _CLAUSE_PERIOD.finditer(clause)]
+    if not said or _CLAUSE_PERIOD.search(rest):
+        return rest
+    body = rest.rstrip()
+    end = body[-1] if body.endswith(("?", ".")) else ""
+    return f"{body[:len(body) - len(end)].rstrip()} in {' and '.join(said)}{end}"
 
 
 def periods_as_written(text: str) -> str:
