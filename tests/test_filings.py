@@ -748,6 +748,13 @@ def test_a_segment_table_set_apart_from_its_header_and_in_two_parts_answers_whic
     assert which_of is not None and which_of.first[0] == "Cash provided by operations"
     assert len(which_of.options) == 3
     assert asked("Which of the three segments had the highest revenue?").options == ()  # none named
+    # a measure said by its verb: "earned the most" is the highest net income, "lost the most" the lowest
+    earned = asked("which quorra segment earned the most in q2 2022?")
+    assert earned is not None and earned.most and earned.said == "net income"
+    lost = asked("Which segment lost the most in 2021?")
+    assert lost is not None and not lost.most and lost.said == "net income"
+    assert asked("Which segment earned the most revenue in 2021?").said == "revenue"  # a noun says it
+    assert asked("which segment had the highest in 2021?") is None  # "in 2021" is no measure
 
 
 def test_a_judgement_is_answered_with_the_measures_it_is_read_by() -> None:

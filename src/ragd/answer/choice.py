@@ -67,8 +67,31 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w[:5] for w in tokens(text) if w not in STOP and not w.isdigit())
 
 
+# a measure said by its verb ("which segment earned the most?", "which brand sold the least?"): the line item
+# the verb names, and whether "the most" of the verb is the most of the item ("lost the most": the lowest income)
+_VERBS = {"earn": ("net income", True), "made": ("net income", True), "make": ("net income", True),
+          "lost": ("net income", False), "lose": ("net income", False), "sold": ("revenue", True),
+          "sell": ("revenue", True), "spent": ("expenses", True), "spend": ("expenses", True)}
+_VERB_MOST = re.compile(r"\b(?:which|what)\b[^?]{0,80}?\b(?P<verb>earn(?:ed|s)?|made|makes?|lost|loses?|sold|sells?|"
+                        r"spent|spends?)\s+the\s+(?P<sup>most|least)\b"
+                        r"(?!\s+(?!(?:in|for|of|during|at|on|between|among|from|over|across|and|or)\b)[a-z])",
+                        re.IGNORECASE)
+
+
+def _verb_measure(verb: str) -> tuple[str, bool]:
+    word = verb.lower()
+    return _VERBS.get(word) or _VERBS.get(word[:4]) or _VERBS[word.rstrip("s")]
+
+
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
+    said = _VERB_MOST.search(question)
+    if said and not CHOICE.search(question):  # the measure said by its verb
+        item, same = _verb_measure(said.group("verb"))
+        most = (said.group("sup").lower() == "most") == same
+        listed = _AMONG.search(question) or _WHICH_OF.search(question)
+        options = _options(listed) if listed else ()
+        return Asked(most, _words(item), options, "highest" if most else "lowest", item)
     m = CHOICE.search(question)
     listed = ((_AMONG.search(question) or _WHICH_OF.search(question)) if m else None) or _VERSUS.search(question) \
         or _LISTED.search(question)
@@ -78,15 +101,18 @@ def asked(question: str) -> Asked | None:
         if not m or not listed:
             return None
     measure = _words(m.group("measure")) - _words("the a an amount value")  # "notional value": notional
-    options: tuple[frozenset[str], ...] = ()
-    if listed:
-        parts = [p for p in _LIST_SPLIT.split(listed.group("list").strip()) if p.strip()]
-        named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
-        options = named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
+    options = _options(listed) if listed else ()
     if not options and m.re is not CHOICE:
         return None
     sup = m.group("sup").lower()
     return Asked(sup in MOST, measure, options, sup, m.group("measure").strip())
+
+
+def _options(listed: re.Match[str]) -> tuple[frozenset[str], ...]:
+    """The options a list names, each by its telling words; () unless two or more, each of a few words."""
+    parts = [p for p in _LIST_SPLIT.split(listed.group("list").strip()) if p.strip()]
+    named = tuple(_words(p) - {w[:5] for w in _GENERIC} or _words(p) for p in parts)
+    return named if len(named) >= 2 and all(named) and all(len(p.split()) <= 5 for p in parts) else ()
 
 
 @dataclass(frozen=True)
