@@ -551,6 +551,15 @@ def test_ask_names_the_document_and_page_and_refuses_what_it_does_not_hold(filin
     assert unexplained.abstained and unexplained.reason
     assert unexplained.reason.startswith("no passage of the filing says what drove it; Inventory, 2021: ")
     assert "[chunk:" not in unexplained.reason and " from " in unexplained.reason
+    # so it does when the cross-encoder is over its time budget (a loaded machine) and the word checks decide
+    hurried = ragd.connect(settings=client.settings.model_copy(update={"rerank_timeout_s": 0.001}))
+    try:
+        rushed = hurried.collection(name).ask(f"What drove the change in {issuer}'s inventories in FY2021?",
+                                              debug=True)
+        assert rushed.debug and rushed.debug["reranker_skipped"]
+        assert rushed.abstained and rushed.reason == unexplained.reason
+    finally:
+        hurried.close()
     # a question about a direction: its answer says which, then the movement it is read from
     grew = col.ask(f"Did {issuer}'s total assets increase in FY2021?")
     assert not grew.abstained, grew.reason

@@ -221,9 +221,11 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
                         if str(c.chunk_id) in lacks)[:3]
     return Answer(answer=text, citations=citations, abstained=not cited, debug=record, result_hash=digest,
                   query_id=query_id, log=line, calculation=written.calculation if cited else None,
-                  reason=answerable.reason if answerable is not None and answerable.abstain and (
-                      closest or answerable.check in ("scope", "statements")) else written.reason if (
-                      written.told and not cited) else None,
+                  # what the writer found the documents lack (a movement no passage explains) is said before
+                  # what the answerability checks found: it answered from the statements, whatever they held
+                  reason=written.reason if written.told and not cited else answerable.reason if (
+                      answerable is not None and answerable.abstain and (
+                          closest or answerable.check in ("scope", "statements"))) else None,
                   closest=closest)
 
 
