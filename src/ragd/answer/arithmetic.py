@@ -104,15 +104,13 @@ _LABELS = {"change": "Change", "percent_change": "Percentage change", "average":
 # Questions whose answer is of another kind than a computed figure, whatever words of arithmetic they hold: a name
 # or a period chosen ("In which year was the weighted average number of shares largest?", "Which segment had the
 # largest change?"), a count of things ("How many types of non-cash changes are there?"), a meaning ("What does
-# the average rate represent?"), figures listed as printed ("the respective ... in 2018 and 2019") or yes or no
-# ("Did the risk decrease?": which way it moved, which a sentence or the statements' comparison says)
+# the average rate represent?") or figures listed as printed ("the respective ... in 2018 and 2019")
 _OTHER_KIND = re.compile(
     r"^\W*(?:(?:in|for|within|from|to|of|at|under|on|by|during)\s+)?(?:which|who|whom|whose)\b"
     r"|^\W*how\s+many\s+(?:(?:different|distinct|separate|main|major|key)\s+)?(?:types?|kinds?|items?|factors?|"
     r"categor(?:y|ies)|years?|segments?|components?|elements?|classes|sources|countries|regions|locations)\b"
     r"|\bwhat\s+(?:does|do|did)\b.*\b(?:mean|represent|refer\s+to|stand\s+for|comprise|include)\s*\??\s*$"
-    r"|\brespective(?:ly)?\b"
-    r"|^\W*(?:did|does|do|is|are|was|were|has|have|had)\b", re.IGNORECASE)
+    r"|\brespective(?:ly)?\b", re.IGNORECASE)
 # the name of a figure whose words are arithmetic's ("weighted average shares" are printed, not averaged)
 _NAMING = re.compile(r"\bweighted[-\s]+average\b", re.IGNORECASE)
 
