@@ -47,8 +47,7 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sum", re.compile(r"\bsum\s+of\b|\bcombined\b|\baltogether\b|\bin\s+total\s*(?:[?.,;]|$)|\btotal\s+of\b",
                        re.IGNORECASE)),
     ("change", re.compile(r"\b(?:change[sd]?|increase[sd]?|decrease[sd]?|difference|differ|grow|grew|growth|"
-                          r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b"
-                          r"|\bhow\s+(?:much|many)\s+(?:more|less|fewer|higher|lower)\b", re.IGNORECASE)),
+                          r"rise|rose|decline[sd]?|drop(?:ped)?|fell|variance|movement)\b", re.IGNORECASE)),
 )
 # A question about why or how something changed asks for an explanation, not a figure.
 _CAUSE = re.compile(r"\b(?:why|reasons?|caused?|resulted|led\s+to|due\s+to|driven|drove|drivers?|driving|"
