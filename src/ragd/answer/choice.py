@@ -69,25 +69,21 @@ def _words(text: str) -> frozenset[str]:
 
 # a measure said by its verb ("which segment earned the most?", "which brand sold the least?"): the line item
 # the verb names, and whether "the most" of the verb is the most of the item ("lost the most": the lowest income)
+# (keyed by the verb's first four letters: "earned", "sells", "spends")
 _VERBS = {"earn": ("net income", True), "made": ("net income", True), "make": ("net income", True),
           "lost": ("net income", False), "lose": ("net income", False), "sold": ("revenue", True),
-          "sell": ("revenue", True), "spent": ("expenses", True), "spend": ("expenses", True)}
+          "sell": ("revenue", True), "spen": ("expenses", True)}
 _VERB_MOST = re.compile(r"\b(?:which|what)\b[^?]{0,80}?\b(?P<verb>earn(?:ed|s)?|made|makes?|lost|loses?|sold|sells?|"
                         r"spent|spends?)\s+the\s+(?P<sup>most|least)\b"
                         r"(?!\s+(?!(?:in|for|of|during|at|on|between|among|from|over|across|and|or)\b)[a-z])",
                         re.IGNORECASE)
 
 
-def _verb_measure(verb: str) -> tuple[str, bool]:
-    word = verb.lower()
-    return _VERBS.get(word) or _VERBS.get(word[:4]) or _VERBS[word.rstrip("s")]
-
-
 def asked(question: str) -> Asked | None:
     """The choice a question asks (its superlative, measure and the options it lists after "among"), or None."""
     said = _VERB_MOST.search(question)
     if said and not CHOICE.search(question):  # the measure said by its verb
-        item, same = _verb_measure(said.group("verb"))
+        item, same = _VERBS[said.group("verb").lower()[:4]]
         most = (said.group("sup").lower() == "most") == same
         listed = _AMONG.search(question) or _WHICH_OF.search(question)
         options = _options(listed) if listed else ()

@@ -129,8 +129,8 @@ def ask(question: str, plan: Plan, store: Asked, *, debug: bool = False, request
         written = _Written(ABSTAIN_ANSWER, reason=unheld)
     elif isinstance(stated, (Computed, Chosen)):  # a figure of the named document's statements, its cells cited
         said = stated.sentence(decimals_asked(read.instructions))
-        told = statements.verdict(read.text, stated) if isinstance(stated, Computed) else None
-        checked = check(f"{told}. {said}" if told else said, [*context.chunks, *stated.cited()])
+        which_way = statements.verdict(read.text, stated) if isinstance(stated, Computed) else None
+        checked = check(f"{which_way}. {said}" if which_way else said, [*context.chunks, *stated.cited()])
         written = _Written(checked.text, checked.cited, checked.invalid, calculation=stated.as_dict())
     elif lead is not None and generator is None:  # the movement computed, and the reasons its filing gives
         written = _with_movement(lead, read.text, ranked, plan, col, reranked, decimals_asked(read.instructions),

@@ -350,15 +350,22 @@ def find(tables: Sequence[Table], concept: str, year: int, hint: str | None = No
     def read(t: Table, col: int) -> tuple[tuple[int, ...], tuple[str, ...], str] | None:
         if home == "balance" and flows(t):  # its rows of balance sheet items are their changes, not balances
             return None
-        rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
-                and col < len(r) and parse_number(r[col]) is not None]
-        if not rows:
+        found = _concept_row(t, concept, col)
+        if found is None:
             return None
-        rank, row = min(rows, key=lambda x: x[0])
+        rank, row = found
         return (int(t.statement == home) + int(hint is not None and t.statement == hint), int(whole(t, col)),
                 t.items, -rank), row, concept
 
     return _best_fact(tables, year, quarter, read)
+
+
+def _concept_row(t: Table, concept: str, col: int) -> tuple[int, tuple[str, ...]] | None:
+    """The row of the table whose label names the concept most specifically (its rank among the vocabulary's
+    labels) with a figure in the column; None when none does."""
+    rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
+            and col < len(r) and parse_number(r[col]) is not None]
+    return min(rows, key=lambda x: x[0]) if rows else None
 
 
 PART_SHARE = 0.5  # a table whose revenue (or total assets) is under this share of another's is a part of the group
@@ -371,10 +378,9 @@ def _size(t: Table, col: int) -> tuple[str, float] | None:
     if t.unit not in _SCALES:
         return None
     for concept in _SIZES:
-        rows = [(named[1], r) for r in t.rows if r and (named := concept_of(r[0])) and named[0] == concept
-                and col < len(r) and parse_number(r[col]) is not None]
-        if rows:
-            value = parse_number(min(rows, key=lambda x: x[0])[1][col])
+        found = _concept_row(t, concept, col)
+        if found is not None:
+            value = parse_number(found[1][col])
             assert value is not None
             return concept, abs(value) * _SCALES[t.unit]
     return None
@@ -384,17 +390,18 @@ def _whole(tables: Sequence[Table], year: int, quarter: int | None) -> Callable[
     """Whether a table (in a column) is the group's, not a part's: its title says no part (`Table.partial`), and
     its figures are not a part's: its revenue (or total assets) for the period is at least PART_SHARE of the
     largest any table gives (a subsidiary's or a segment's statements under a title that names no part)."""
+    sizes: dict[int, tuple[str, float] | None] = {}  # each table's, in its column of the period (as read)
     largest: dict[str, float] = {}
     for t in tables:
         col = period_column(t, year, quarter)
-        sized = _size(t, col) if col is not None else None
+        sized = sizes[id(t)] = _size(t, col) if col is not None else None
         if sized is not None:
             largest[sized[0]] = max(largest.get(sized[0], 0.0), sized[1])
 
     def whole(t: Table, col: int) -> bool:
         if t.partial:
             return False
-        sized = _size(t, col)
+        sized = sizes[id(t)] if id(t) in sizes else _size(t, col)
         return sized is None or sized[1] >= PART_SHARE * largest[sized[0]]
 
     return whole

@@ -48,7 +48,8 @@ CHOICE = re.compile(
     rf"(?:\b(?:which|what)\b[^?]{{0,160}}?\bthe|\b(?:segments?|business(?:es)?|units?|divisions?|categor(?:y|ies)|"
     rf"products?|regions?|markets?|brands?|activit(?:y|ies))\s+with(?:\s+the)?)\s+(?:single\s+)?"
     rf"(?P<sup>{'|'.join(MOST + LEAST)})\s+(?!recent\b|recently\b)(?:\([^)]*\)\s*)?"
-    r"(?!(?:in|for|of|during|at|on|by|between|from|over|across|among)\b)(?P<measure>[^?,.():]+?)(?=\s+(?:in|for|of|during|among|at|as|on|by|between|from|than|over|within|across|"
+    r"(?!(?:in|for|of|during|at|on|by|between|from|over|across|among)\b)"  # a preposition begins no measure
+    r"(?P<measure>[^?,.():]+?)(?=\s+(?:in|for|of|during|among|at|as|on|by|between|from|than|over|within|across|"
     r"and|or|while|when|compared)\b|\s*[?,.(:]|$)", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ[1-4]\b\s*(?:of\s+)?|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?",
                       re.IGNORECASE)

@@ -434,7 +434,7 @@ def answer(question: str, tables: Sequence[Table], hint: str | None = None,
     metric, concept = asked(question, cause=movement)
     years = list(over) or years_asked(question)
     direction = len(years) == 1 and not over and asks_direction(question)  # "did it increase in 2021?"
-    if (movement or direction) and len(years) == 1:
+    if direction or (movement and len(years) == 1):
         years = [years[0] - 1, years[0]]
     each = movement or direction or len(over) > 1  # each year read against the one before it
     quarters = quarters_asked(original or question)
